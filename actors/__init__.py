@@ -1,0 +1,1 @@
+"""The live clew runtime (pykka actors) and its public Python surface."""

@@ -1,0 +1,56 @@
+"""Artifact files: content-addressed, fsynced before the event that references them commits."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from eventlog.errors import StoreError
+from eventlog.ids import validate_session_id
+
+
+class ArtifactFiles:
+    """Write and read artifact files under ``<root>/<session_id>/<sha256>.<ext>``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, session_id: str, data: bytes, ext: str = "json") -> tuple[str, str, int]:
+        """Write ``data`` durably (tmp file, fsync, rename, fsync dir) unless already there.
+
+        Returns:
+            ``(relative_path, sha256_hex, size_bytes)``; the path is relative to ``root``.
+        """
+        sid = validate_session_id(session_id)
+        sha = hashlib.sha256(data).hexdigest()
+        rel = f"{sid}/{sha}.{ext}"
+        final = self.root / rel
+        if final.exists() and final.stat().st_size == len(data):
+            return rel, sha, len(data)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = final.with_suffix(f".{ext}.tmp{os.getpid()}")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+            dir_fd = os.open(final.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as e:
+            raise StoreError(f"cannot write artifact {rel}: {e.strerror or e}") from e
+        return rel, sha, len(data)
+
+    def read(self, rel_path: str) -> bytes:
+        """Return the bytes of the artifact at ``rel_path`` (relative to ``root``)."""
+        path = (self.root / rel_path).resolve()
+        if self.root.resolve() not in path.parents:
+            raise StoreError(f"artifact path {rel_path!r} escapes the artifact root")
+        try:
+            return path.read_bytes()
+        except OSError as e:
+            raise StoreError(f"cannot read artifact {rel_path}: {e.strerror or e}") from e

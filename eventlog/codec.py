@@ -1,0 +1,120 @@
+"""One encoder and one decoder for the log, plus the upcasting registry.
+
+Decoding takes the fast path (straight into the typed union) when the stored
+``schema_version`` is current. An older payload is decoded to a dict, walked
+through the chain of upcasters ``(tag, from_version) -> payload`` up to the
+current version, then converted. Upcasters are plain functions; golden payloads
+of every old version live in ``tests/golden/`` and are decoded in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from eventlog.errors import DecodeError
+from eventlog.events import EVENT_TYPES, Event
+
+Payload = dict[str, Any]
+Upcaster = Callable[[Payload], Payload]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Event)
+_raw_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+def _current_version(cls: type) -> int:
+    for f in msgspec.structs.fields(cls):
+        if f.name == "schema_version":
+            return int(f.default)
+    raise AssertionError(f"{cls.__name__} has no schema_version")  # pragma: no cover
+
+
+CURRENT_VERSIONS: dict[str, int] = {tag: _current_version(c) for tag, c in EVENT_TYPES.items()}
+UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def upcaster(tag: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Register ``fn`` as the upcaster of ``tag`` payloads from ``from_version`` to +1."""
+
+    def register(fn: Upcaster) -> Upcaster:
+        key = (tag, from_version)
+        if key in UPCASTERS:
+            raise ValueError(f"duplicate upcaster for {key}")
+        UPCASTERS[key] = fn
+        return fn
+
+    return register
+
+
+def encode_event(event: Event) -> bytes:
+    """Encode ``event`` as JSON bytes (with its ``event_type`` tag)."""
+    return _encoder.encode(event)
+
+
+def encode(value: Any) -> bytes:
+    """Encode any msgspec-encodable value with the shared encoder."""
+    return _encoder.encode(value)
+
+
+def upcast(payload: Payload) -> Payload:
+    """Walk ``payload`` through the registered upcasters up to its tag's current version.
+
+    Raises:
+        DecodeError: unknown tag, a version from the future, or a missing upcaster.
+    """
+    tag = payload.get("event_type")
+    if not isinstance(tag, str) or tag not in CURRENT_VERSIONS:
+        raise DecodeError(f"unknown event_type {tag!r}")
+    current = CURRENT_VERSIONS[tag]
+    version = payload.get("schema_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise DecodeError(f"{tag}: bad schema_version {version!r}")
+    if version > current:
+        raise DecodeError(f"{tag}: schema_version {version} is newer than this code ({current})")
+    while version < current:
+        fn = UPCASTERS.get((tag, version))
+        if fn is None:
+            raise DecodeError(f"{tag}: no upcaster from schema_version {version}")
+        payload = fn(dict(payload))
+        version += 1
+        payload["schema_version"] = version
+    return payload
+
+
+def decode_event(data: bytes | str) -> Event:
+    """Decode one stored payload, upcasting older schema versions.
+
+    Raises:
+        DecodeError: the payload is not a valid event of any known version.
+    """
+    try:
+        event = _decoder.decode(data)
+        if event.schema_version == CURRENT_VERSIONS[type(event).__struct_config__.tag]:  # type: ignore[index]
+            return event
+    except msgspec.ValidationError:
+        pass  # maybe an older shape: take the slow path below
+    except msgspec.DecodeError as e:
+        raise DecodeError(f"undecodable event payload: {e}") from e
+    try:
+        payload = upcast(_raw_decoder.decode(data))
+        return msgspec.convert(payload, Event)
+    except msgspec.ValidationError as e:
+        raise DecodeError(f"invalid event payload: {e}") from e
+
+
+# --- the upcasters ------------------------------------------------------------------------
+
+
+@upcaster("token_usage", 1)
+def _token_usage_v1(p: Payload) -> Payload:
+    """v1 kept token counts flat on the event; v2 nests them in ``usage``."""
+    p["usage"] = {
+        "input_tokens": p.pop("input_tokens", 0),
+        "output_tokens": p.pop("output_tokens", 0),
+        "cache_read_tokens": p.pop("cache_read_tokens", 0),
+        "cache_write_tokens": p.pop("cache_write_tokens", 0),
+    }
+    return p

@@ -1,0 +1,369 @@
+"""The event vocabulary: every state change of a session is one of these facts.
+
+Each event is a frozen msgspec Struct tagged by ``event_type`` with a
+``schema_version``. The row envelope (event_id, seq, run_seq, agent_id, run_id,
+node_id, tool_call_id, created_at) is *not* part of the payload: the writer
+assigns it. Rules for evolving them live in ``docs/events.md``: new fields get
+defaults, a field's type never changes, old versions are upcast in
+``eventlog.codec``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from eventlog.blocks import ContentBlock, Message
+from eventlog.packets import HandoffPacket, WorkerResult
+
+SessionStatus = Literal["active", "archived"]
+AgentStatus = Literal["idle", "running", "completed", "failed", "cancelled"]
+RunStatus = Literal["queued", "pending", "running", "completed", "failed", "aborted", "cancelled"]
+EndReason = Literal[
+    "completed",
+    "max_turns",
+    "aborted_streaming",
+    "aborted_tools",
+    "prompt_too_long",
+    "max_output_tokens_recovery",
+    "failed",
+]
+AgentType = Literal["main", "orchestrator", "sub", "fork"]
+NodeRole = Literal["user", "assistant", "tool", "system"]
+NodeType = Literal[
+    "message",
+    "skill_context",
+    "memory_context",
+    "compaction",
+    "child_result",
+    "plan_instruction",
+    "task_instruction",
+    "task_board",
+    "system_note",
+]
+Level = Literal["debug", "info", "warning", "error"]
+TodoStatus = Literal["pending", "ready", "running", "completed", "failed", "blocked", "cancelled"]
+InDoubtDecision = Literal["retry", "fail", "skip"]
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="event_type"):
+    """Base of every event; ``LEVEL`` is the row's ``level`` column."""
+
+    LEVEL: ClassVar[Level] = "info"
+    schema_version: int = 1
+
+
+class Node(msgspec.Struct, frozen=True, kw_only=True):
+    """A conversation tree node (the row of ``nodes_<sid>`` minus node_seq/created_at)."""
+
+    node_id: str
+    parent_id: str | None
+    agent_id: str
+    run_id: str | None = None
+    role: NodeRole
+    node_type: NodeType = "message"
+    content: list[ContentBlock]
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    token_count: int | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token usage of one model call, normalised across providers."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class Todo(msgspec.Struct, frozen=True, kw_only=True):
+    """One checkable item of a routed plan."""
+
+    id: str
+    title: str
+    owner_role: str
+    deps: list[str] = msgspec.field(default_factory=list)
+
+
+# --- sessions, agents, runs -------------------------------------------------------------
+
+
+class SessionCreated(_Event, frozen=True, kw_only=True, tag="session_created"):
+    session_id: str
+    cwd: str
+    root_agent_id: str
+    parent_session_id: str | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class SessionArchived(_Event, frozen=True, kw_only=True, tag="session_archived"):
+    reason: str = ""
+
+
+class AgentCreated(_Event, frozen=True, kw_only=True, tag="agent_created"):
+    agent_id: str
+    agent_type: AgentType
+    parent_agent_id: str | None = None
+    created_by_run_id: str | None = None
+    fork_from_node_id: str | None = None
+    role: str = ""
+    purpose: str = ""
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class AgentStatusChanged(_Event, frozen=True, kw_only=True, tag="agent_status_changed"):
+    agent_id: str
+    status: AgentStatus
+    result: dict[str, Any] | None = None
+
+
+class RunStarted(_Event, frozen=True, kw_only=True, tag="run_started"):
+    run_id: str
+    agent_id: str
+    phase: str = ""
+    start_node_id: str | None = None
+    rng_seed: int = 0
+    attempt: int = 1
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RunEnded(_Event, frozen=True, kw_only=True, tag="run_ended"):
+    run_id: str
+    status: RunStatus
+    end_reason: EndReason
+    end_node_id: str | None = None
+    turn_count: int = 0
+    usage: Usage = Usage()
+    error: dict[str, Any] | None = None
+    outcome: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+# --- the node tree ----------------------------------------------------------------------
+
+
+class NodeAppended(_Event, frozen=True, kw_only=True, tag="node_appended"):
+    """A node joined the tree. ``activate`` moves the session's active node to it."""
+
+    node: Node
+    activate: bool = False
+
+
+class ActiveNodeSwitched(_Event, frozen=True, kw_only=True, tag="active_node_switched"):
+    from_node_id: str | None
+    to_node_id: str
+
+
+# --- model calls ------------------------------------------------------------------------
+
+
+class ModelRequested(_Event, frozen=True, kw_only=True, tag="model_requested"):
+    """A model call is about to be made. ``request_hash`` covers everything but secrets."""
+
+    call_index: int
+    attempt: int = 1
+    model: str
+    role: str = ""
+    phase: str = ""
+    request_hash: str
+    messages: list[Message] = msgspec.field(default_factory=list)
+    tools: list[str] = msgspec.field(default_factory=list)
+
+
+class ModelResponded(_Event, frozen=True, kw_only=True, tag="model_responded"):
+    call_index: int
+    attempt: int = 1
+    model: str
+    content: list[ContentBlock]
+    stop_reason: str = "end_turn"
+    usage: Usage = Usage()
+
+
+class ModelFailed(_Event, frozen=True, kw_only=True, tag="model_failed"):
+    LEVEL: ClassVar[Level] = "warning"
+    call_index: int
+    attempt: int = 1
+    model: str
+    error_type: str
+    message: str
+    status: int | None = None
+    will_fallback: bool = False
+
+
+# --- tools ------------------------------------------------------------------------------
+
+
+class ToolCallStarted(_Event, frozen=True, kw_only=True, tag="tool_call_started"):
+    """Durable *before* the tool runs: a start without a result is an in-doubt call."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    idempotent: bool = False
+
+
+class ToolCallFinished(_Event, frozen=True, kw_only=True, tag="tool_call_finished"):
+    tool_call_id: str
+    tool_name: str
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    is_error: bool = False
+
+
+class ToolFailed(_Event, frozen=True, kw_only=True, tag="tool_failed"):
+    LEVEL: ClassVar[Level] = "warning"
+    tool_call_id: str
+    tool_name: str
+    error_type: str
+    message: str
+
+
+class InDoubtResolved(_Event, frozen=True, kw_only=True, tag="in_doubt_resolved"):
+    """On resume, a tool call that started but never finished was settled by policy."""
+
+    LEVEL: ClassVar[Level] = "warning"
+    tool_call_id: str
+    tool_name: str
+    decision: InDoubtDecision
+    reason: str = ""
+
+
+# --- orchestration ----------------------------------------------------------------------
+
+
+class HandoffSent(_Event, frozen=True, kw_only=True, tag="handoff_sent"):
+    packet: HandoffPacket
+
+
+class WorkerResultReceived(_Event, frozen=True, kw_only=True, tag="worker_result_received"):
+    result: WorkerResult
+
+
+class WorkerFailed(_Event, frozen=True, kw_only=True, tag="worker_failed"):
+    LEVEL: ClassVar[Level] = "error"
+    task_id: str
+    error_type: str
+    message: str
+
+
+class PlanRejected(_Event, frozen=True, kw_only=True, tag="plan_rejected"):
+    """The router's reply was not a valid plan; ``fallback`` says what was done instead."""
+
+    LEVEL: ClassVar[Level] = "warning"
+    error: str
+    fallback: str
+
+
+class ArtifactCreated(_Event, frozen=True, kw_only=True, tag="artifact_created"):
+    artifact_id: str
+    path: str
+    filename: str | None = None
+    mime_type: str = "application/json"
+    size_bytes: int = 0
+    sha256: str = ""
+    summary: str = ""
+    node_id: str | None = None
+    tool_call_id: str | None = None
+
+
+class TokenUsage(_Event, frozen=True, kw_only=True, tag="token_usage"):
+    """Provider usage of one model call. v1 had flat ``input_tokens``/``output_tokens``."""
+
+    schema_version: int = 2
+    model: str
+    role: str = ""
+    phase: str = ""
+    task_id: str | None = None
+    call_index: int = 0
+    usage: Usage = Usage()
+
+
+class ClarificationRequested(_Event, frozen=True, kw_only=True, tag="clarification_requested"):
+    reason: str = ""
+    question: str
+    missing_fields: list[str] = msgspec.field(default_factory=list)
+    options: list[str] = msgspec.field(default_factory=list)
+
+
+class TodoPlanned(_Event, frozen=True, kw_only=True, tag="todo_planned"):
+    todos: list[Todo]
+
+
+class TodoUpdated(_Event, frozen=True, kw_only=True, tag="todo_updated"):
+    todo_id: str
+    status: TodoStatus
+    note: str = ""
+
+
+class FixIteration(_Event, frozen=True, kw_only=True, tag="fix_iteration"):
+    iteration: int
+    trigger: str
+
+
+Event = (
+    SessionCreated
+    | SessionArchived
+    | AgentCreated
+    | AgentStatusChanged
+    | RunStarted
+    | RunEnded
+    | NodeAppended
+    | ActiveNodeSwitched
+    | ModelRequested
+    | ModelResponded
+    | ModelFailed
+    | ToolCallStarted
+    | ToolCallFinished
+    | ToolFailed
+    | InDoubtResolved
+    | HandoffSent
+    | WorkerResultReceived
+    | WorkerFailed
+    | PlanRejected
+    | ArtifactCreated
+    | TokenUsage
+    | ClarificationRequested
+    | TodoPlanned
+    | TodoUpdated
+    | FixIteration
+)
+
+EVENT_TYPES: dict[str, type[_Event]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (
+        SessionCreated,
+        SessionArchived,
+        AgentCreated,
+        AgentStatusChanged,
+        RunStarted,
+        RunEnded,
+        NodeAppended,
+        ActiveNodeSwitched,
+        ModelRequested,
+        ModelResponded,
+        ModelFailed,
+        ToolCallStarted,
+        ToolCallFinished,
+        ToolFailed,
+        InDoubtResolved,
+        HandoffSent,
+        WorkerResultReceived,
+        WorkerFailed,
+        PlanRejected,
+        ArtifactCreated,
+        TokenUsage,
+        ClarificationRequested,
+        TodoPlanned,
+        TodoUpdated,
+        FixIteration,
+    )
+}
+
+
+def event_type_of(event: Event) -> str:
+    """Return the ``event_type`` tag of ``event``."""
+    return type(event).__struct_config__.tag  # type: ignore[return-value]
+
+
+def level_of(event: Event) -> Level:
+    """Return the level column value for ``event``."""
+    return type(event).LEVEL

@@ -1,0 +1,108 @@
+"""Row shapes: what producers hand the writer, and what readers get back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from eventlog.blocks import ContentBlock
+from eventlog.events import Event
+
+
+class AppendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One event to append. The writer assigns seq, run_seq, node_seq and event_id."""
+
+    session_id: str
+    event: Event
+    created_at: str
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class StoredEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One committed row of ``events_<sid>`` with its decoded payload."""
+
+    event_id: str
+    seq: int
+    run_seq: int | None
+    agent_id: str | None
+    run_id: str | None
+    level: str
+    event_type: str
+    node_id: str | None
+    tool_call_id: str | None
+    created_at: str
+    event: Event
+
+
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    cwd: str
+    root_agent_id: str
+    active_node_id: str | None
+    parent_session_id: str | None
+    status: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class AgentRow(msgspec.Struct, frozen=True, kw_only=True):
+    agent_id: str
+    session_id: str
+    parent_agent_id: str | None
+    agent_type: str
+    created_by_run_id: str | None
+    fork_from_node_id: str | None
+    status: str
+    result: dict[str, Any] | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class RunRow(msgspec.Struct, frozen=True, kw_only=True):
+    run_id: str
+    session_id: str
+    agent_id: str
+    status: str
+    start_node_id: str | None
+    end_node_id: str | None
+    end_reason: str | None
+    turn_count: int | None
+    usage: dict[str, Any] | None
+    error: dict[str, Any] | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class NodeRow(msgspec.Struct, frozen=True, kw_only=True):
+    node_id: str
+    node_seq: int
+    parent_id: str | None
+    agent_id: str
+    run_id: str | None
+    role: str
+    node_type: str
+    content: list[ContentBlock]
+    metadata: dict[str, Any]
+    token_count: int | None
+    created_at: str
+
+
+class ArtifactRow(msgspec.Struct, frozen=True, kw_only=True):
+    artifact_id: str
+    session_id: str
+    agent_id: str | None
+    run_id: str | None
+    node_id: str | None
+    tool_call_id: str | None
+    path: str
+    filename: str | None
+    mime_type: str | None
+    size_bytes: int | None
+    summary: str | None
+    metadata: dict[str, Any]
+    created_at: str

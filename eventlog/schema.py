@@ -1,0 +1,104 @@
+"""SQL schema: global tables, per-session tables, and the append-only migration list."""
+
+from __future__ import annotations
+
+from eventlog.ids import validate_session_id
+
+# Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
+# shipped entry; add a new one.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        cwd TEXT NOT NULL,
+        root_agent_id TEXT NOT NULL,
+        active_node_id TEXT,
+        parent_session_id TEXT,
+        status TEXT NOT NULL,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE agents (
+        agent_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        parent_agent_id TEXT,
+        agent_type TEXT NOT NULL,
+        created_by_run_id TEXT,
+        fork_from_node_id TEXT,
+        status TEXT NOT NULL,
+        result_json TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX agents_by_session ON agents(session_id);
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        start_node_id TEXT,
+        end_node_id TEXT,
+        end_reason TEXT,
+        turn_count INTEGER,
+        usage_json TEXT,
+        error_json TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_session ON runs(session_id);
+    CREATE TABLE artifacts (
+        artifact_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        agent_id TEXT,
+        run_id TEXT,
+        node_id TEXT,
+        tool_call_id TEXT,
+        path TEXT NOT NULL,
+        filename TEXT,
+        mime_type TEXT,
+        size_bytes INTEGER,
+        summary TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX artifacts_by_session ON artifacts(session_id);
+    """,
+]
+
+
+def session_tables_ddl(session_id: str) -> str:
+    """Return the DDL of ``nodes_<sid>`` and ``events_<sid>`` (session id validated first)."""
+    sid = validate_session_id(session_id)
+    return f"""
+    CREATE TABLE nodes_{sid} (
+        node_id TEXT PRIMARY KEY,
+        node_seq INTEGER NOT NULL UNIQUE,
+        parent_id TEXT,
+        agent_id TEXT NOT NULL,
+        run_id TEXT,
+        role TEXT NOT NULL,
+        node_type TEXT NOT NULL,
+        content_json TEXT NOT NULL,
+        metadata_json TEXT,
+        token_count INTEGER,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX nodes_{sid}_by_parent ON nodes_{sid}(parent_id);
+    CREATE TABLE events_{sid} (
+        event_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL UNIQUE,
+        run_seq INTEGER,
+        agent_id TEXT,
+        run_id TEXT,
+        level TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        node_id TEXT,
+        tool_call_id TEXT,
+        payload_json TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX events_{sid}_by_run ON events_{sid}(run_id, run_seq);
+    """

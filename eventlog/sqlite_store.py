@@ -1,0 +1,788 @@
+"""The SQLite event store (apsw): schema, the batched append, and the readers.
+
+The events table of a session is its source of truth. The nodes table and the
+status / active-node / counter columns of the global tables are materialised
+projections written in the *same transaction* as the event that changes them.
+
+Only the writer actor calls :meth:`SQLiteStore.append_batch` (one write
+connection); readers use a connection per thread and run concurrently (WAL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import apsw
+import msgspec
+
+from eventlog.artifacts import ArtifactFiles
+from eventlog.blocks import ArtifactRefBlock, ContentBlock, JsonBlock
+from eventlog.codec import decode_event, encode
+from eventlog.errors import ClewError, DecodeError, StoreError, UnknownSession
+from eventlog.events import (
+    ActiveNodeSwitched,
+    AgentCreated,
+    AgentStatusChanged,
+    ArtifactCreated,
+    Event,
+    InDoubtResolved,
+    Node,
+    NodeAppended,
+    RunEnded,
+    RunStarted,
+    SessionArchived,
+    SessionCreated,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+    event_type_of,
+    level_of,
+)
+from eventlog.ids import validate_session_id
+from eventlog.records import (
+    AgentRow,
+    AppendRequest,
+    ArtifactRow,
+    NodeRow,
+    RunRow,
+    SessionRow,
+    StoredEvent,
+)
+from eventlog.schema import MIGRATIONS, session_tables_ddl
+
+Durability = Literal["normal", "full"]
+#: A JSON block whose encoding is larger than this becomes an artifact (seed rule).
+DEFAULT_ARTIFACT_THRESHOLD = 16 * 1024
+
+_blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
+_dict_decoder = msgspec.json.Decoder(dict[str, Any])
+
+
+@contextmanager
+def translate_errors(what: str) -> Iterator[None]:
+    """Translate apsw / OS errors into ``StoreError`` — the one choke point for them."""
+    try:
+        yield
+    except ClewError:
+        raise
+    except apsw.ConstraintError as e:
+        raise StoreError(f"{what}: constraint violated ({e})") from e
+    except apsw.BusyError as e:
+        raise StoreError(f"{what}: database is locked by another writer ({e})") from e
+    except (apsw.CorruptError, apsw.NotADBError) as e:
+        raise StoreError(f"{what}: database file is corrupt ({e})") from e
+    except (apsw.CantOpenError, apsw.PermissionsError, apsw.ReadOnlyError) as e:
+        raise StoreError(f"{what}: cannot open or write the database ({e})") from e
+    except apsw.FullError as e:
+        raise StoreError(f"{what}: disk full ({e})") from e
+    except apsw.Error as e:
+        raise StoreError(f"{what}: {type(e).__name__}: {e}") from e
+    except OSError as e:
+        raise StoreError(f"{what}: {e.strerror or e}") from e
+
+
+def _tool_call_id(event: Event) -> str | None:
+    if isinstance(event, ToolCallStarted | ToolCallFinished | ToolFailed | InDoubtResolved):
+        return event.tool_call_id
+    return None
+
+
+def _node_id(event: Event) -> str | None:
+    if isinstance(event, NodeAppended):
+        return event.node.node_id
+    if isinstance(event, ActiveNodeSwitched):
+        return event.to_node_id
+    if isinstance(event, ArtifactCreated):
+        return event.node_id
+    return None
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else encode(value).decode()
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else _dict_decoder.decode(text)
+
+
+class SQLiteStore:
+    """The embedded event store. One file, WAL mode, one writer, many readers."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        artifacts_dir: Path | str | None = None,
+        durability: Durability = "normal",
+        artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
+        fault_hook: Callable[[str], None] | None = None,
+    ) -> None:
+        """Open (and migrate) the store at ``path``.
+
+        Args:
+            artifacts_dir: where artifact files go (default: ``artifacts/`` beside the file).
+            durability: ``normal`` survives a process crash, ``full`` a power loss.
+            fault_hook: test seam, called with a step name inside the append transaction.
+        """
+        self.path = Path(path)
+        self.artifacts = ArtifactFiles(
+            Path(artifacts_dir) if artifacts_dir else self.path.parent / "artifacts"
+        )
+        self.durability = durability
+        self.artifact_threshold = artifact_threshold
+        self._fault = fault_hook
+        self._local = threading.local()
+        self._write: apsw.Connection | None = None
+        self._known_sessions: set[str] = set()
+        self._seq: dict[str, int] = {}
+        self._node_seq: dict[str, int] = {}
+        self._run_seq: dict[tuple[str, str], int] = {}
+        with translate_errors(f"opening {self.path}"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = self._connect()
+            conn.pragma("journal_mode", "wal")
+            self._migrate(conn)
+            conn.close()
+
+    # --- connections ---------------------------------------------------------------------
+
+    def _connect(self) -> apsw.Connection:
+        conn = apsw.Connection(str(self.path))
+        # Readers and the writer wait for each other briefly instead of failing at once.
+        conn.set_busy_timeout(10_000)
+        return conn
+
+    def _reader(self) -> apsw.Connection:
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with translate_errors(f"opening {self.path}"):
+                conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def _writer(self) -> apsw.Connection:
+        if self._write is None:
+            with translate_errors(f"opening {self.path} for writing"):
+                conn = self._connect()
+                conn.pragma("synchronous", "FULL" if self.durability == "full" else "NORMAL")
+                self._write = conn
+        return self._write
+
+    @staticmethod
+    def _migrate(conn: apsw.Connection) -> None:
+        version = int(conn.pragma("user_version"))
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"database schema version {version} is newer than this clew ({len(MIGRATIONS)})"
+            )
+        for i in range(version, len(MIGRATIONS)):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(MIGRATIONS[i])
+                conn.pragma("user_version", i + 1)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        """Close the write connection and this thread's reader."""
+        if self._write is not None:
+            self._write.close()
+            self._write = None
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # --- writing -------------------------------------------------------------------------
+
+    def append_batch(self, requests: Sequence[AppendRequest]) -> list[list[StoredEvent] | ClewError]:
+        """Append ``requests`` in one transaction; one savepoint per request.
+
+        A request that fails (bad session, constraint) is rolled back alone and its
+        slot holds the error; the others commit together. If the commit itself
+        fails, every slot holds the error.
+
+        Returns:
+            per request, the stored events it produced (an oversize JSON block adds an
+            ``artifact_created`` before its ``node_appended``) or the error.
+        """
+        conn = self._writer()
+        results: list[list[StoredEvent] | ClewError] = []
+        # sessions.updated_at = created_at of the session's last event; written once per
+        # batch and session rather than once per event.
+        touched: dict[str, str] = {}
+        try:
+            with translate_errors("begin"):
+                conn.execute("BEGIN IMMEDIATE")
+        except StoreError as e:
+            return [e for _ in requests]
+        try:
+            for req in requests:
+                snapshot = self._snapshot_counters(req)
+                try:
+                    conn.execute("SAVEPOINT req")
+                    with translate_errors(f"appending {event_type_of(req.event)}"):
+                        stored = self._append_one(conn, req)
+                    conn.execute("RELEASE req")
+                    results.append(stored)
+                    touched[req.session_id] = req.created_at
+                except ClewError as e:
+                    conn.execute("ROLLBACK TO req")
+                    conn.execute("RELEASE req")
+                    self._restore_counters(req, snapshot)
+                    results.append(e)
+            with translate_errors("commit"):
+                for sid, at in touched.items():
+                    conn.execute(
+                        "UPDATE sessions SET updated_at = ? WHERE session_id = ?", (at, sid)
+                    )
+                conn.execute("COMMIT")
+        except BaseException as e:
+            # The transaction is gone: forget every cached counter and reload lazily.
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            self._forget_counters()
+            err = e if isinstance(e, StoreError) else StoreError(f"append failed: {e!r}")
+            if not isinstance(e, Exception):
+                raise
+            return [err for _ in requests]
+        return results
+
+    def _snapshot_counters(self, req: AppendRequest) -> tuple[int | None, int | None, int | None]:
+        sid = req.session_id
+        run_key = (sid, req.run_id) if req.run_id else None
+        return (
+            self._seq.get(sid),
+            self._node_seq.get(sid),
+            self._run_seq.get(run_key) if run_key else None,
+        )
+
+    def _restore_counters(
+        self, req: AppendRequest, snap: tuple[int | None, int | None, int | None]
+    ) -> None:
+        sid = req.session_id
+        for cache, key, value in (
+            (self._seq, sid, snap[0]),
+            (self._node_seq, sid, snap[1]),
+        ):
+            if value is None:
+                cache.pop(key, None)
+            else:
+                cache[key] = value
+        if req.run_id:
+            if snap[2] is None:
+                self._run_seq.pop((sid, req.run_id), None)
+            else:
+                self._run_seq[(sid, req.run_id)] = snap[2]
+        if isinstance(req.event, SessionCreated):
+            self._known_sessions.discard(sid)
+
+    def _forget_counters(self) -> None:
+        self._seq.clear()
+        self._node_seq.clear()
+        self._run_seq.clear()
+        self._known_sessions.clear()
+
+    def _ensure_session(self, conn: apsw.Connection, sid: str) -> None:
+        if sid in self._known_sessions:
+            return
+        row = conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+        if row is None:
+            raise UnknownSession(f"unknown session {sid}")
+        self._known_sessions.add(sid)
+
+    def _next_seq(self, conn: apsw.Connection, sid: str) -> int:
+        n = self._seq.get(sid)
+        if n is None:
+            n = conn.execute(f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}").fetchone()[0]
+        n += 1
+        self._seq[sid] = n
+        return n
+
+    def _next_node_seq(self, conn: apsw.Connection, sid: str) -> int:
+        n = self._node_seq.get(sid)
+        if n is None:
+            n = conn.execute(f"SELECT COALESCE(MAX(node_seq), 0) FROM nodes_{sid}").fetchone()[0]
+        n += 1
+        self._node_seq[sid] = n
+        return n
+
+    def _next_run_seq(self, conn: apsw.Connection, sid: str, run_id: str) -> int:
+        key = (sid, run_id)
+        n = self._run_seq.get(key)
+        if n is None:
+            n = conn.execute(
+                f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+        n += 1
+        self._run_seq[key] = n
+        return n
+
+    def _append_one(self, conn: apsw.Connection, req: AppendRequest) -> list[StoredEvent]:
+        sid = validate_session_id(req.session_id)
+        event = req.event
+        out: list[StoredEvent] = []
+        if isinstance(event, SessionCreated):
+            if event.session_id != sid:
+                raise StoreError(f"session_created for {event.session_id} sent to {sid}")
+            conn.execute(session_tables_ddl(sid))
+            conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, NULL, ?, 'active', ?, ?, ?)",
+                (
+                    sid,
+                    event.cwd,
+                    event.root_agent_id,
+                    event.parent_session_id,
+                    _json_or_none(event.metadata),
+                    req.created_at,
+                    req.created_at,
+                ),
+            )
+            self._known_sessions.add(sid)
+            self._seq[sid] = 0
+            self._node_seq[sid] = 0
+        else:
+            self._ensure_session(conn, sid)
+        if isinstance(event, NodeAppended):
+            event, artifact_events = self._externalise_json(sid, req, event)
+            for art in artifact_events:
+                out.append(self._insert_event(conn, sid, req, art))
+                self._materialise(conn, sid, req, art)
+        if self._fault is not None:
+            self._fault("before_materialise")
+        self._materialise(conn, sid, req, event)
+        if self._fault is not None:
+            self._fault("before_event_row")
+        out.append(self._insert_event(conn, sid, req, event))
+        return out
+
+    def _insert_event(
+        self, conn: apsw.Connection, sid: str, req: AppendRequest, event: Event
+    ) -> StoredEvent:
+        seq = self._next_seq(conn, sid)
+        run_seq = self._next_run_seq(conn, sid, req.run_id) if req.run_id else None
+        event_id = f"{req.run_id}#{run_seq}" if req.run_id else f"{sid}#s{seq}"
+        etype = event_type_of(event)
+        level = level_of(event)
+        node_id = _node_id(event)
+        tool_call_id = _tool_call_id(event)
+        conn.execute(
+            f"INSERT INTO events_{sid} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                event_id,
+                seq,
+                run_seq,
+                req.agent_id,
+                req.run_id,
+                level,
+                etype,
+                node_id,
+                tool_call_id,
+                encode(event).decode(),
+                req.created_at,
+            ),
+        )
+        return StoredEvent(
+            event_id=event_id,
+            seq=seq,
+            run_seq=run_seq,
+            agent_id=req.agent_id,
+            run_id=req.run_id,
+            level=level,
+            event_type=etype,
+            node_id=node_id,
+            tool_call_id=tool_call_id,
+            created_at=req.created_at,
+            event=event,
+        )
+
+    def _externalise_json(
+        self, sid: str, req: AppendRequest, event: NodeAppended
+    ) -> tuple[NodeAppended, list[Event]]:
+        """Turn oversize JSON blocks into artifact files + refs (files fsynced first)."""
+        content: list[ContentBlock] = []
+        extra: list[Event] = []
+        changed = False
+        for block in event.node.content:
+            if isinstance(block, JsonBlock):
+                data = encode(block.data)
+                if len(data) > self.artifact_threshold:
+                    rel, sha, size = self.artifacts.write(sid, data)
+                    # Unique per (session, content): the table's key is global.
+                    artifact_id = "art_" + hashlib.sha256(f"{sid}:{sha}".encode()).hexdigest()[:24]
+                    summary = block.summary or f"JSON document, {size} bytes"
+                    extra.append(
+                        ArtifactCreated(
+                            artifact_id=artifact_id,
+                            path=rel,
+                            filename=f"{sha}.json",
+                            mime_type="application/json",
+                            size_bytes=size,
+                            sha256=sha,
+                            summary=summary,
+                            node_id=event.node.node_id,
+                        )
+                    )
+                    content.append(ArtifactRefBlock(artifact_id=artifact_id, summary=summary))
+                    changed = True
+                    continue
+            content.append(block)
+        if not changed:
+            return event, []
+        node = msgspec.structs.replace(event.node, content=content)
+        return msgspec.structs.replace(event, node=node), extra
+
+    def _materialise(
+        self, conn: apsw.Connection, sid: str, req: AppendRequest, event: Event
+    ) -> None:
+        """Apply ``event`` to the materialised tables (same transaction as its row)."""
+        at = req.created_at
+        match event:
+            case NodeAppended(node=node, activate=activate):
+                self._insert_node(conn, sid, node, at)
+                if activate:
+                    conn.execute(
+                        "UPDATE sessions SET active_node_id = ? WHERE session_id = ?",
+                        (node.node_id, sid),
+                    )
+            case ActiveNodeSwitched(to_node_id=to_node):
+                conn.execute(
+                    "UPDATE sessions SET active_node_id = ? WHERE session_id = ?", (to_node, sid)
+                )
+            case SessionArchived():
+                conn.execute(
+                    "UPDATE sessions SET status = 'archived' WHERE session_id = ?", (sid,)
+                )
+            case AgentCreated():
+                meta = {"role": event.role, "purpose": event.purpose, **event.metadata}
+                conn.execute(
+                    "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, 'idle', NULL, ?, ?, ?)",
+                    (
+                        event.agent_id,
+                        sid,
+                        event.parent_agent_id,
+                        event.agent_type,
+                        event.created_by_run_id,
+                        event.fork_from_node_id,
+                        _json_or_none(meta),
+                        at,
+                        at,
+                    ),
+                )
+            case AgentStatusChanged(agent_id=agent_id, status=status, result=result):
+                conn.execute(
+                    "UPDATE agents SET status = ?, result_json = COALESCE(?, result_json),"
+                    " updated_at = ? WHERE agent_id = ?",
+                    (status, _json_or_none(result), at, agent_id),
+                )
+            case RunStarted():
+                meta = {
+                    "phase": event.phase,
+                    "attempt": event.attempt,
+                    "rng_seed": event.rng_seed,
+                    **event.metadata,
+                }
+                conn.execute(
+                    "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL, 0, NULL, NULL,"
+                    " ?, ?, ?)",
+                    (event.run_id, sid, event.agent_id, event.start_node_id,
+                     _json_or_none(meta), at, at),
+                )
+            case RunEnded():
+                conn.execute(
+                    "UPDATE runs SET status = ?, end_reason = ?, end_node_id = ?, turn_count = ?,"
+                    " usage_json = ?, error_json = ?, updated_at = ? WHERE run_id = ?",
+                    (
+                        event.status,
+                        event.end_reason,
+                        event.end_node_id,
+                        event.turn_count,
+                        _json_or_none(event.usage),
+                        _json_or_none(event.error),
+                        at,
+                        event.run_id,
+                    ),
+                )
+            case ArtifactCreated():
+                conn.execute(
+                    "INSERT OR IGNORE INTO artifacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        event.artifact_id,
+                        sid,
+                        req.agent_id,
+                        req.run_id,
+                        event.node_id,
+                        event.tool_call_id,
+                        event.path,
+                        event.filename,
+                        event.mime_type,
+                        event.size_bytes,
+                        event.summary,
+                        _json_or_none({"sha256": event.sha256}),
+                        at,
+                    ),
+                )
+            case _:
+                pass
+
+    def _insert_node(self, conn: apsw.Connection, sid: str, node: Node, at: str) -> None:
+        node_seq = self._next_node_seq(conn, sid)
+        conn.execute(
+            f"INSERT INTO nodes_{sid} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                node.node_id,
+                node_seq,
+                node.parent_id,
+                node.agent_id,
+                node.run_id,
+                node.role,
+                node.node_type,
+                encode(node.content).decode(),
+                _json_or_none(node.metadata),
+                node.token_count,
+                at,
+            ),
+        )
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with translate_errors("reading"):
+            return list(self._reader().execute(sql, params))
+
+    def session_exists(self, session_id: str) -> bool:
+        """Return whether ``session_id`` (validated) is a stored session."""
+        sid = validate_session_id(session_id)
+        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)))
+
+    def _require(self, session_id: str) -> str:
+        sid = validate_session_id(session_id)
+        if not self.session_exists(sid):
+            raise UnknownSession(f"unknown session {sid}")
+        return sid
+
+    @staticmethod
+    def _event_row(row: tuple[Any, ...]) -> StoredEvent:
+        try:
+            event = decode_event(row[9])
+        except DecodeError as e:
+            raise DecodeError(f"event {row[0]} (seq {row[1]}): {e}") from e
+        return StoredEvent(
+            event_id=row[0],
+            seq=row[1],
+            run_seq=row[2],
+            agent_id=row[3],
+            run_id=row[4],
+            level=row[5],
+            event_type=row[6],
+            node_id=row[7],
+            tool_call_id=row[8],
+            created_at=row[10],
+            event=event,
+        )
+
+    def read_events(
+        self, session_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        """Return the session's events with ``seq > after_seq``, in seq order."""
+        sid = self._require(session_id)
+        sql = f"SELECT * FROM events_{sid} WHERE seq > ? ORDER BY seq"
+        params: tuple[Any, ...] = (after_seq,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (after_seq, limit)
+        return [self._event_row(r) for r in self._query(sql, params)]
+
+    def iter_events(self, session_id: str, batch: int = 5000) -> Iterator[StoredEvent]:
+        """Yield the session's events in seq order, reading ``batch`` rows at a time."""
+        after = 0
+        while True:
+            chunk = self.read_events(session_id, after_seq=after, limit=batch)
+            if not chunk:
+                return
+            yield from chunk
+            after = chunk[-1].seq
+
+    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return one run's events in run_seq order."""
+        sid = self._require(session_id)
+        rows = self._query(
+            f"SELECT * FROM events_{sid} WHERE run_id = ? ORDER BY run_seq", (run_id,)
+        )
+        return [self._event_row(r) for r in rows]
+
+    def count_events(self, session_id: str) -> int:
+        """Return the number of events of the session."""
+        sid = self._require(session_id)
+        return int(self._query(f"SELECT COUNT(*) FROM events_{sid}")[0][0])
+
+    @staticmethod
+    def _node_row(row: tuple[Any, ...]) -> NodeRow:
+        return NodeRow(
+            node_id=row[0],
+            node_seq=row[1],
+            parent_id=row[2],
+            agent_id=row[3],
+            run_id=row[4],
+            role=row[5],
+            node_type=row[6],
+            content=_blocks_decoder.decode(row[7]),
+            metadata=_loads(row[8]) or {},
+            token_count=row[9],
+            created_at=row[10],
+        )
+
+    def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
+        """Return one node, or None."""
+        sid = self._require(session_id)
+        rows = self._query(f"SELECT * FROM nodes_{sid} WHERE node_id = ?", (node_id,))
+        return self._node_row(rows[0]) if rows else None
+
+    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
+        """Return the children of ``node_id`` in node_seq order."""
+        sid = self._require(session_id)
+        rows = self._query(
+            f"SELECT * FROM nodes_{sid} WHERE parent_id = ? ORDER BY node_seq", (node_id,)
+        )
+        return [self._node_row(r) for r in rows]
+
+    def read_nodes(self, session_id: str) -> list[NodeRow]:
+        """Return every node of the session in node_seq order."""
+        sid = self._require(session_id)
+        return [self._node_row(r) for r in self._query(f"SELECT * FROM nodes_{sid} ORDER BY node_seq")]
+
+    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
+        """Return the path root → ``node_id`` (default: the active node), via a recursive CTE.
+
+        Cost grows with the path's depth, not the session's size (parent lookups by key).
+        """
+        sid = self._require(session_id)
+        if node_id is None:
+            node_id = self.read_session(sid).active_node_id
+            if node_id is None:
+                return []
+        rows = self._query(
+            f"""WITH RECURSIVE path(node_id, depth) AS (
+                    SELECT ?, 0
+                    UNION ALL
+                    SELECT n.parent_id, path.depth + 1 FROM nodes_{sid} n
+                    JOIN path ON n.node_id = path.node_id
+                    WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
+                )
+                SELECT n.* FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
+                ORDER BY path.depth DESC""",
+            (node_id,),
+        )
+        return [self._node_row(r) for r in rows]
+
+    @staticmethod
+    def _session_row(row: tuple[Any, ...]) -> SessionRow:
+        return SessionRow(
+            session_id=row[0],
+            cwd=row[1],
+            root_agent_id=row[2],
+            active_node_id=row[3],
+            parent_session_id=row[4],
+            status=row[5],
+            metadata=_loads(row[6]) or {},
+            created_at=row[7],
+            updated_at=row[8],
+        )
+
+    def read_session(self, session_id: str) -> SessionRow:
+        """Return the session's row; raise ``UnknownSession`` if there is none."""
+        sid = validate_session_id(session_id)
+        rows = self._query("SELECT * FROM sessions WHERE session_id = ?", (sid,))
+        if not rows:
+            raise UnknownSession(f"unknown session {sid}")
+        return self._session_row(rows[0])
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Return every session, oldest first."""
+        rows = self._query("SELECT * FROM sessions ORDER BY created_at, session_id")
+        return [self._session_row(r) for r in rows]
+
+    def read_agents(self, session_id: str) -> list[AgentRow]:
+        """Return the session's agents, by creation time."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT * FROM agents WHERE session_id = ? ORDER BY created_at, agent_id", (sid,)
+        )
+        return [
+            AgentRow(
+                agent_id=r[0],
+                session_id=r[1],
+                parent_agent_id=r[2],
+                agent_type=r[3],
+                created_by_run_id=r[4],
+                fork_from_node_id=r[5],
+                status=r[6],
+                result=_loads(r[7]),
+                metadata=_loads(r[8]) or {},
+                created_at=r[9],
+                updated_at=r[10],
+            )
+            for r in rows
+        ]
+
+    def read_runs(self, session_id: str) -> list[RunRow]:
+        """Return the session's runs, by creation time."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
+        )
+        return [
+            RunRow(
+                run_id=r[0],
+                session_id=r[1],
+                agent_id=r[2],
+                status=r[3],
+                start_node_id=r[4],
+                end_node_id=r[5],
+                end_reason=r[6],
+                turn_count=r[7],
+                usage=_loads(r[8]),
+                error=_loads(r[9]),
+                metadata=_loads(r[10]) or {},
+                created_at=r[11],
+                updated_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
+        """Return the session's artifacts."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT * FROM artifacts WHERE session_id = ? ORDER BY created_at, artifact_id", (sid,)
+        )
+        return [
+            ArtifactRow(
+                artifact_id=r[0],
+                session_id=r[1],
+                agent_id=r[2],
+                run_id=r[3],
+                node_id=r[4],
+                tool_call_id=r[5],
+                path=r[6],
+                filename=r[7],
+                mime_type=r[8],
+                size_bytes=r[9],
+                summary=r[10],
+                metadata=_loads(r[11]) or {},
+                created_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run raw SQL on a reader connection — for tests that tamper with rows only."""
+        with translate_errors("raw sql"):
+            self._reader().execute(sql, params)

@@ -1,0 +1,172 @@
+"""The storage writer: a pykka actor owning the only write connection, with group commit.
+
+Producers call :meth:`Writer.submit` from any thread. The request goes into a FIFO
+queue and the actor is woken (at most one wake-up is outstanding). When it wakes,
+the actor drains *everything* queued into one transaction (up to
+``max_batch``), commits, and only then resolves each caller's future. One
+producer's requests are committed in its submission order, so ``run_seq`` is the
+owning actor's program order.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+import structlog
+
+from eventlog.errors import ClewError, StoreError
+from eventlog.records import AppendRequest, StoredEvent
+from eventlog.sqlite_store import SQLiteStore
+
+log = structlog.get_logger("clew.writer")
+
+#: Called after each commit with (events committed so far in total, this batch's events).
+CommitHook = Callable[[int, list[StoredEvent]], None]
+
+_WAKE = "wake"
+_FLUSH = "flush"
+
+Item = tuple[AppendRequest, pykka.ThreadingFuture[list[StoredEvent]]]
+
+
+class _WriterActor(pykka.ThreadingActor):
+    """The actor body; use :class:`Writer` rather than this class."""
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        pending: queue.SimpleQueue[Item],
+        wake_flag: threading.Event,
+        max_batch: int,
+        after_commit: CommitHook | None,
+    ) -> None:
+        super().__init__()
+        self._store = store
+        self._pending = pending
+        self._wake_flag = wake_flag
+        self._max_batch = max_batch
+        self._after_commit = after_commit
+        self._committed = 0
+
+    def on_receive(self, message: Any) -> Any:
+        if message in (_WAKE, _FLUSH):
+            # Clear the flag *before* draining: a producer that enqueues after this
+            # point either sees the flag clear (and wakes us again) or is drained now.
+            self._wake_flag.clear()
+            self._drain()
+            return self._committed
+        raise StoreError(f"writer: unknown message {message!r}")
+
+    def on_stop(self) -> None:
+        self._wake_flag.clear()
+        self._drain()
+        self._store.close()
+
+    def on_failure(self, *args: Any) -> None:
+        self._fail_pending(StoreError("the storage writer crashed"))
+        self._store.close()
+
+    def _fail_pending(self, error: ClewError) -> None:
+        while True:
+            try:
+                _, fut = self._pending.get_nowait()
+            except queue.Empty:
+                return
+            fut.set_exception((type(error), error, None))
+
+    def _drain(self) -> None:
+        while True:
+            batch: list[Item] = []
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._pending.get_nowait())
+                except queue.Empty:
+                    break
+            if not batch:
+                return
+            results = self._store.append_batch([req for req, _ in batch])
+            committed: list[StoredEvent] = []
+            for (_, fut), result in zip(batch, results, strict=True):
+                if isinstance(result, list):
+                    committed.extend(result)
+            self._committed += len(committed)
+            if self._after_commit is not None and committed:
+                # Runs after COMMIT returned and before any caller learns of it: the
+                # crash tests kill the process here ("right after the k-th commit").
+                self._after_commit(self._committed, committed)
+            for (_, fut), result in zip(batch, results, strict=True):
+                if isinstance(result, list):
+                    fut.set(result)
+                else:
+                    fut.set_exception((type(result), result, None))
+
+
+class Writer:
+    """Handle to the storage writer actor. Thread-safe; share one per store."""
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        *,
+        max_batch: int = 2000,
+        after_commit: CommitHook | None = None,
+    ) -> None:
+        """Start the writer actor on ``store``.
+
+        Args:
+            max_batch: most requests per transaction; bounds a commit's latency.
+            after_commit: test/fault-injection seam, see :data:`CommitHook`.
+        """
+        self.store = store
+        self._pending: queue.SimpleQueue[Item] = queue.SimpleQueue()
+        self._wake_flag = threading.Event()
+        self._lock = threading.Lock()
+        self._ref = _WriterActor.start(
+            store, self._pending, self._wake_flag, max_batch, after_commit
+        )
+        self._stopped = False
+
+    def submit(self, request: AppendRequest) -> pykka.ThreadingFuture[list[StoredEvent]]:
+        """Queue ``request``; the future resolves with its stored events after the commit."""
+        fut: pykka.ThreadingFuture[list[StoredEvent]] = pykka.ThreadingFuture()
+        if self._stopped:
+            raise StoreError("the storage writer is stopped")
+        self._pending.put((request, fut))
+        with self._lock:
+            if self._wake_flag.is_set():
+                return fut
+            self._wake_flag.set()
+        try:
+            self._ref.tell(_WAKE)
+        except pykka.ActorDeadError as e:
+            raise StoreError("the storage writer is stopped") from e
+        return fut
+
+    def append(self, request: AppendRequest, timeout: float | None = 60.0) -> StoredEvent:
+        """Append one event and wait for its commit; return the stored ``request.event`` row.
+
+        Raises:
+            ClewError: the append failed (the error of the store, translated).
+        """
+        stored = self.submit(request).get(timeout=timeout)
+        return stored[-1]
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Wait until everything submitted before this call has committed."""
+        if self._stopped:
+            return
+        self._ref.ask(_FLUSH, timeout=timeout)
+
+    def stop(self) -> None:
+        """Commit what is queued, close the write connection, stop the actor."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._ref.stop(timeout=60)
+        except pykka.ActorDeadError:
+            log.warning("writer_already_dead")

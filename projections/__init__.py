@@ -1,0 +1,1 @@
+"""Pure folds over clew events: node tree, boards, timeline, usage, context building."""
