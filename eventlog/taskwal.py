@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import structlog
@@ -189,12 +189,15 @@ def _decode_line(path: str, lineno: int, line: bytes) -> WalRecord:
     return record
 
 
-def replay_wal(path: str | os.PathLike[str], *, repair: bool = True) -> ReplayResult:
+def replay_wal(
+    path: str | os.PathLike[str], *, repair: bool = True, log: Any = None
+) -> ReplayResult:
     """Read every committed record of the WAL at ``path``, cutting a torn last line.
 
     A missing file is an empty WAL. With ``repair`` (the default) a torn last line is
     truncated away on disk (and fsynced); with ``repair=False`` it is only reported,
-    so a read-only inspector never changes the file.
+    so a read-only inspector never changes the file. ``log`` is a structlog logger
+    (bound with the session id by the caller) for the torn-tail warning.
 
     Raises:
         TaskWalCorrupt: a bad line before the last one, a seq gap, or a future format.
@@ -232,7 +235,7 @@ def replay_wal(path: str | os.PathLike[str], *, repair: bool = True) -> ReplayRe
     if not tail:
         return ReplayResult(path=p, records=records)
     good = len(data) - len(tail)
-    _log.warning(
+    (log if log is not None else _log).warning(
         "task_wal_torn_tail",
         path=p,
         line=len(records) + 1,
