@@ -46,10 +46,19 @@ class ReplayDivergence(ClewError):
 class ModelError(ClewError):
     """A model call failed (provider error, timeout, malformed body)."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        error_type: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        #: Recorded in ``model_failed``; a replay re-raises with the recorded name.
+        self.error_type = error_type or type(self).__name__
 
 
 class ToolError(ClewError):

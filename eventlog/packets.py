@@ -82,6 +82,8 @@ class WorkerResult(msgspec.Struct, frozen=True, kw_only=True):
     risks: list[str] = msgspec.field(default_factory=list)
     next_questions: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
+    #: A review worker's verdict: ``approved`` or ``changes_requested`` (None otherwise).
+    verdict: str | None = None
 
 
 Packet = HandoffPacket | WorkerResult

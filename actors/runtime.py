@@ -1,0 +1,492 @@
+"""The ``Runtime`` facade: open a home, create sessions, run, replay, resume.
+
+Environment variables are read here, once (``Runtime.from_env``), never deeper.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from actors.agent import ReplayLog, RunSettings, SessionEnv
+from actors.brain import Brain, RunOutcome, RunRequest
+from actors.locks import SessionLock
+from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.replay import ReplayReport, build_report
+from actors.task_manager import TaskManagerHandle
+from actors.tools import Tool, ToolRegistry, spec_of
+from eventlog.errors import ClewError, ModelError, ReplayDivergence
+from eventlog.events import RunStarted, SessionCreated
+from eventlog.ids import Clock, DerivedIds, IdSource, SystemClock, validate_session_id
+from eventlog.records import AppendRequest, SessionRow, StoredEvent
+from eventlog.sqlite_store import Durability, SQLiteStore
+from eventlog.writer import CommitHook, Writer
+
+log = structlog.get_logger("clew.runtime")
+
+ModelArg = Model | Sequence[Model] | Mapping[str, Model | Sequence[Model]]
+
+
+class NothingToResume(ClewError):
+    """The session has no interrupted run."""
+
+
+class SessionBusy(ClewError):
+    """Another live process (or runtime) owns the session right now."""
+
+
+class FaultPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """Crash-test seam: SIGKILL this process after the k-th committed event / before the k-th tool."""
+
+    kill_after_events: int | None = None
+    kill_before_tool: int | None = None
+
+
+def _kill_self() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of ``Runtime.sessions()``."""
+
+    session_id: str
+    status: str
+    created_at: str
+    updated_at: str
+    interrupted: bool
+    runs: int
+    events: int
+    active_node_id: str | None
+
+
+def model_chains(model: ModelArg) -> dict[str, list[Model]]:
+    """Normalise the ``model=`` argument to ``{role: [candidates…]}`` (``default`` = fallback)."""
+    if isinstance(model, Mapping):
+        return {role: ([m] if not isinstance(m, Sequence) else list(m)) for role, m in model.items()}
+    if isinstance(model, Sequence):
+        return {"default": list(model)}
+    return {"default": [model]}
+
+
+class RecordedModel:
+    """A stand-in for a model in a replay: it has the recorded name and is never called."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError(f"replay: model {self.name} has no recorded response for this call")
+
+
+class RecordedTool:
+    """A stand-in for a tool in a replay: the recorded spec; never executed."""
+
+    def __init__(self, spec: ToolSpec, idempotent: bool) -> None:
+        import pydantic
+
+        self.spec = spec
+        self.name = spec.name
+        self.description = spec.description
+        self.args_model: type[pydantic.BaseModel] = pydantic.create_model(
+            f"Recorded_{spec.name}", __config__=pydantic.ConfigDict(extra="allow")
+        )
+        self.idempotent = idempotent
+
+    def call(self, args: Any) -> Any:
+        raise ClewError(f"replay: tool {self.name} is never executed")
+
+
+class Runtime:
+    """An open clew home: the store, the writer, task managers, and the session API."""
+
+    def __init__(
+        self,
+        home: Path | str,
+        project_dir: Path | str | None = None,
+        *,
+        durability: Durability = "normal",
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+        settings: RunSettings | None = None,
+        fault: FaultPlan | None = None,
+    ) -> None:
+        """Open (creating if needed) the clew home ``home``.
+
+        Args:
+            project_dir: where Task WALs live (``<project>/.clew/tasks``); default: cwd.
+            durability: ``normal`` survives a process crash, ``full`` a power loss.
+            fault: crash-test seam (see :class:`FaultPlan`).
+        """
+        self.home = Path(home).expanduser()
+        self.project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.store = SQLiteStore(
+            self.home / "sessions.sqlite", artifacts_dir=self.home / "artifacts",
+            durability=durability,
+        )
+        self.clock = clock or SystemClock()
+        self.ids = ids or DerivedIds()
+        self.settings = settings or RunSettings()
+        self._fault = fault or FaultPlan()
+        self._tools_started = 0
+        self.writer = Writer(self.store, after_commit=self._commit_hook())
+        self._task_managers: dict[str, TaskManagerHandle] = {}
+        self._locks: dict[str, SessionLock] = {}
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, home: str | None = None,
+        project_dir: str | None = None, **kwargs: Any,
+    ) -> Runtime:
+        """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew``; read fault env vars."""
+        env = os.environ if env is None else env
+        chosen = home or env.get("CLEW_HOME") or str(Path("~/.clew").expanduser())
+        fault = FaultPlan(
+            kill_after_events=int(env["CLEW_FAULT_KILL_AFTER_EVENTS"])
+            if env.get("CLEW_FAULT_KILL_AFTER_EVENTS") else None,
+            kill_before_tool=int(env["CLEW_FAULT_KILL_BEFORE_TOOL"])
+            if env.get("CLEW_FAULT_KILL_BEFORE_TOOL") else None,
+        )
+        return cls(chosen, project_dir, fault=fault, **kwargs)
+
+    def _commit_hook(self) -> CommitHook | None:
+        k = self._fault.kill_after_events
+        if k is None:
+            return None
+
+        def hook(total: int, batch: list[StoredEvent]) -> None:
+            if total >= k:
+                _kill_self()
+
+        return hook
+
+    def _before_tool(self) -> Callable[[], None] | None:
+        k = self._fault.kill_before_tool
+        if k is None:
+            return None
+
+        def hook() -> None:
+            self._tools_started += 1
+            if self._tools_started >= k:
+                _kill_self()
+
+        return hook
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every actor, flush and close the writer, release session locks."""
+        for tm in self._task_managers.values():
+            tm.stop()
+        self._task_managers.clear()
+        self.writer.stop()
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
+        self.store.close()
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def new_session(self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None) -> Session:
+        """Create a session (``session_created``) and return it."""
+        now = self.clock.now()
+        for _ in range(20):
+            sid = self.ids.new_session_id(now)
+            if not self.store.session_exists(sid):
+                break
+        else:  # pragma: no cover - 20 collisions of a 16-bit suffix in one second
+            raise ClewError("could not allocate a fresh session id")
+        self.writer.append(
+            AppendRequest(
+                session_id=sid,
+                event=SessionCreated(session_id=sid, cwd=cwd or str(self.project_dir),
+                                     root_agent_id=f"{sid}:brain", metadata=metadata or {}),
+                created_at=now,
+            )
+        )
+        return Session(self, sid)
+
+    def session(self, session_id: str) -> Session:
+        """Return an existing session (validated; ``UnknownSession`` if absent)."""
+        sid = validate_session_id(session_id)
+        self.store.read_session(sid)
+        return Session(self, sid)
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Take the session's owner lock (``SessionBusy`` if another process holds it)."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = SessionLock(self.home / "locks" / f"{session_id}.lock")
+            if not lock.acquire():
+                raise SessionBusy(f"session {session_id} is in use by another process")
+            self._locks[session_id] = lock
+        return lock
+
+    def unlock(self, session_id: str) -> None:
+        """Release the session's owner lock if this runtime holds it."""
+        lock = self._locks.pop(session_id, None)
+        if lock is not None:
+            lock.release()
+
+    def is_owned(self, session_id: str) -> bool:
+        """True when a live process (this one included) holds the session's owner lock."""
+        if session_id in self._locks:
+            return True
+        return SessionLock(self.home / "locks" / f"{session_id}.lock").held_elsewhere()
+
+    def interrupted_runs(self, session_id: str) -> list[str]:
+        """Runs the store says are running/pending while no live process owns the session."""
+        sid = validate_session_id(session_id)
+        open_runs = [r.run_id for r in self.store.read_runs(sid) if r.status in ("running", "pending")]
+        if not open_runs or self.is_owned(sid):
+            return []
+        return open_runs
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session with its run/event counts and interruption flag."""
+        out = []
+        for row in self.store.list_sessions():
+            out.append(self._info(row))
+        return out
+
+    def _info(self, row: SessionRow) -> SessionInfo:
+        return SessionInfo(
+            session_id=row.session_id,
+            status=row.status,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            interrupted=bool(self.interrupted_runs(row.session_id)),
+            runs=len(self.store.read_runs(row.session_id)),
+            events=self.store.count_events(row.session_id),
+            active_node_id=row.active_node_id,
+        )
+
+    def task_manager(self, session_id: str) -> TaskManagerHandle:
+        """Return the session's task manager actor (one per session, started lazily)."""
+        tm = self._task_managers.get(session_id)
+        if tm is None:
+            tm = TaskManagerHandle.start(self.project_dir, session_id, clock=self.clock)
+            self._task_managers[session_id] = tm
+        return tm
+
+    # --- running -------------------------------------------------------------------------
+
+    def _env(self, sid: str, models: dict[str, list[Model]], tools: ToolRegistry,
+             settings: RunSettings, **kw: Any) -> SessionEnv:
+        return SessionEnv(
+            session_id=sid, store=self.store, writer=self.writer, clock=self.clock,
+            models=models, tools=tools, project_dir=self.project_dir, settings=settings,
+            before_tool=self._before_tool(), artifact_threshold=self.store.artifact_threshold,
+            **kw,
+        )
+
+    def _execute(self, env: SessionEnv, tasks: TaskManagerHandle, request: RunRequest) -> RunOutcome:
+        brain = Brain.start(env, tasks)
+        try:
+            outcome: RunOutcome = brain.ask(request)
+        finally:
+            brain.stop()
+        return outcome
+
+    def _recording(self, sid: str) -> tuple[dict[str, list[StoredEvent]], list[str]]:
+        """Return the session's events by run, and its main runs in order."""
+        by_run: dict[str, list[StoredEvent]] = {}
+        mains: list[str] = []
+        brain = f"{sid}:brain"
+        for ev in self.store.iter_events(sid):
+            if ev.run_id is None:
+                continue
+            by_run.setdefault(ev.run_id, []).append(ev)
+            if isinstance(ev.event, RunStarted) and ev.event.agent_id == brain:
+                mains.append(ev.run_id)
+        return by_run, mains
+
+    @staticmethod
+    def _inputs_of(started: RunStarted) -> tuple[str, dict[str, Any]]:
+        meta = dict(started.metadata)
+        prompt = str(meta.pop("prompt", ""))
+        return prompt, meta
+
+    def _recorded_models(self, inputs: dict[str, Any]) -> dict[str, list[Model]]:
+        names: dict[str, list[str]] = inputs.get("models", {})
+        return {role: [RecordedModel(n) for n in chain] for role, chain in names.items()}
+
+    @staticmethod
+    def _recorded_tools(inputs: dict[str, Any]) -> ToolRegistry:
+        reg = ToolRegistry()
+        for t in inputs.get("tools", []):
+            spec = ToolSpec(name=t["name"], description=t.get("description", ""),
+                            parameters=t.get("parameters", {}))
+            reg.add(RecordedTool(spec, bool(t.get("idempotent", False))))  # type: ignore[arg-type]
+        return reg
+
+    def replay(
+        self,
+        session_id: str,
+        *,
+        model: ModelArg | None = None,
+        tools: Sequence[Tool] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReplayReport:
+        """Re-execute every recorded main run of the session against its recording.
+
+        Nothing is written to the recorded session: model replies and tool results
+        come from the recording, the Task WAL is rebuilt in a scratch directory
+        that is thrown away. ``model``/``tools`` default to stand-ins with the
+        recorded names and specs (pass today's tools to check they still match).
+        """
+        sid = validate_session_id(session_id)
+        self.store.read_session(sid)
+        by_run, mains = self._recording(sid)
+        log_ = ReplayLog()
+        scratch = Path(tempfile.mkdtemp(prefix="clew-replay-"))
+        try:
+            tasks = TaskManagerHandle.start(scratch, sid, clock=self.clock)
+            try:
+                for i, run_id in enumerate(mains):
+                    started = by_run[run_id][0].event
+                    if not isinstance(started, RunStarted):  # pragma: no cover
+                        started = next(e.event for e in by_run[run_id] if isinstance(e.event, RunStarted))
+                    assert isinstance(started, RunStarted)
+                    prompt, inputs = self._inputs_of(started)
+                    models = model_chains(model) if model is not None else self._recorded_models(inputs)
+                    registry = ToolRegistry(tools) if tools is not None else self._recorded_tools(inputs)
+                    settings = msgspec.convert(inputs.get("settings", {}), RunSettings)
+                    env = SessionEnv(
+                        session_id=sid, store=self.store, writer=None, clock=self.clock,
+                        models=models, tools=registry, project_dir=scratch, settings=settings,
+                        recording=by_run, live_allowed=False, replay_log=log_,
+                        artifact_threshold=self.store.artifact_threshold,
+                    )
+                    self._execute(env, tasks, RunRequest(run_id=run_id, prompt=prompt,
+                                                          parent_node_id=started.start_node_id,
+                                                          inputs=inputs))
+                    if progress is not None:
+                        progress(i + 1, len(mains))
+            finally:
+                tasks.stop()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return build_report(sid, by_run, log_)
+
+    def resume(
+        self,
+        session_id: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+    ) -> RunOutcome:
+        """Finish the session's interrupted main run: re-execute it to the end of its log,
+        then go on live (a recorded model reply is never requested again).
+
+        Raises:
+            NothingToResume: no interrupted run.
+            SessionBusy: a live process owns the session.
+            ReplayDivergence: today's code does not reproduce the recording.
+        """
+        sid = validate_session_id(session_id)
+        self.store.read_session(sid)
+        if self.is_owned(sid) and sid not in self._locks:
+            raise SessionBusy(f"session {sid} is in use by another process")
+        interrupted = set(self.interrupted_runs(sid))
+        by_run, mains = self._recording(sid)
+        pending = [r for r in mains if r in interrupted]
+        if not pending:
+            raise NothingToResume(f"session {sid} has no interrupted run")
+        run_id = pending[-1]
+        started = by_run[run_id][0].event
+        assert isinstance(started, RunStarted)
+        prompt, inputs = self._inputs_of(started)
+        chosen = settings or msgspec.convert(inputs.get("settings", {}), RunSettings)
+        self.lock(sid)
+        try:
+            tasks = self.task_manager(sid)
+            replay_log = ReplayLog()
+            env = self._env(sid, model_chains(model), ToolRegistry(tools), chosen,
+                            recording=by_run, live_allowed=True, replay_log=replay_log)
+            outcome = self._execute(env, tasks, RunRequest(run_id=run_id, prompt=prompt,
+                                                           parent_node_id=started.start_node_id,
+                                                           inputs=inputs))
+            self.writer.flush()
+        finally:
+            self.unlock(sid)
+        if replay_log.divergences:
+            first = next(iter(replay_log.divergences.values()))
+            raise ReplayDivergence(f"resume refused: {first}")
+        return outcome
+
+
+class Session:
+    """A handle on one session of a :class:`Runtime`."""
+
+    def __init__(self, runtime: Runtime, session_id: str) -> None:
+        self.runtime = runtime
+        self.id = session_id
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r})"
+
+    def info(self) -> SessionInfo:
+        """Return this session's summary line."""
+        return self.runtime._info(self.runtime.store.read_session(self.id))
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+    ) -> RunOutcome:
+        """Run one main run (route → workers → primary → review) and return its outcome."""
+        rt = self.runtime
+        if not prompt.strip():
+            raise ClewError("the prompt is empty")
+        settings = settings or rt.settings
+        models = model_chains(model)
+        registry = ToolRegistry(tools)
+        rt.lock(self.id)
+        try:
+            row = rt.store.read_session(self.id)
+            runs = rt.store.read_runs(self.id)
+            brain = f"{self.id}:brain"
+            n = sum(1 for r in runs if r.agent_id == brain) + 1
+            if any(r.status in ("running", "pending") for r in runs):
+                raise ClewError(
+                    f"session {self.id} has an interrupted run; resume it first (clew resume {self.id})"
+                )
+            inputs: dict[str, Any] = {
+                "create_agent": n == 1,
+                "models": {role: [m.name for m in chain] for role, chain in models.items()},
+                "tools": [
+                    {**msgspec.to_builtins(spec_of(t)), "idempotent": t.idempotent}
+                    for t in (registry.get(name) for name in registry.names())
+                    if t is not None
+                ],
+                "settings": msgspec.to_builtins(settings),
+            }
+            env = rt._env(self.id, models, registry, settings)
+            outcome = rt._execute(
+                env, rt.task_manager(self.id),
+                RunRequest(run_id=f"{brain}:r{n}", prompt=prompt,
+                           parent_node_id=row.active_node_id, inputs=inputs),
+            )
+            rt.writer.flush()
+            return outcome
+        finally:
+            rt.unlock(self.id)
+
+

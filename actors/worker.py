@@ -1,0 +1,210 @@
+"""The Worker actor: one per worker invocation, owning exactly one ``AgentTaskContext``.
+
+A worker is built from its ``HandoffPacket``, the original request and the prior
+results the Brain chose to pass — nothing else is reachable from it. It has its
+own agent row, its own run and its own branch of nodes (a new root: no parent
+in the Brain's tree, so no Brain transcript can leak into its context). It
+replies with a ``WorkerResult`` put into the Brain's :class:`ResultInbox`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+import msgspec
+import pykka
+import structlog
+
+from actors.agent import Conversation, SessionEnv, agent_loop, is_replay_stop
+from actors.plan import normalise_worker_reply, worker_prompt
+from actors.recorder import Divergence
+from eventlog.blocks import TextBlock
+from eventlog.events import (
+    AgentCreated,
+    AgentStatusChanged,
+    RunEnded,
+    RunStarted,
+    WorkerFailed,
+)
+from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
+
+log = structlog.get_logger("clew.worker")
+
+WORKER_SYSTEM = (
+    "You are a worker agent with one isolated task. Follow the constraints of your"
+    " handoff packet and reply in the expected shape."
+)
+
+
+class StartWorker(msgspec.Struct, frozen=True, kw_only=True):
+    """Brain → worker actor: start the run (the handoff came with the constructor)."""
+
+    handoff_id: str
+
+
+class Delivery(msgspec.Struct, frozen=True, kw_only=True):
+    """What a worker actor hands back: its result, and whether a replay stopped it."""
+
+    result: WorkerResult
+    replay_stopped: bool = False
+
+
+class ResultInbox:
+    """Where workers deliver results; the Brain takes them in arrival or recorded order."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._arrived: deque[Delivery] = deque()
+
+    def put(self, delivery: Delivery) -> None:
+        with self._cond:
+            self._arrived.append(delivery)
+            self._cond.notify_all()
+
+    def take(self, task_id: str | None = None, timeout: float = 600.0) -> Delivery:
+        """Return the first arrived delivery (or the one for ``task_id``), waiting for it."""
+        with self._cond:
+            while True:
+                for d in self._arrived:
+                    if task_id is None or d.result.task_id == task_id:
+                        self._arrived.remove(d)
+                        return d
+                if not self._cond.wait(timeout):
+                    raise TimeoutError(f"no worker result for {task_id or 'any task'}")
+
+
+def failed_result(handoff: HandoffPacket, error: str) -> WorkerResult:
+    """Return a failed ``WorkerResult`` for ``handoff``."""
+    return WorkerResult(
+        handoff_id=handoff.id,
+        task_id=handoff.task.id,
+        parent_id=handoff.task.parent_id,
+        status="failed",
+        progress=TaskProgress(status="failed"),
+        summary=f"worker failed: {error}",
+        error=error,
+    )
+
+
+class Worker(pykka.ThreadingActor):
+    """Runs one handoff and delivers one ``WorkerResult``."""
+
+    def __init__(
+        self,
+        env: SessionEnv,
+        handoff: HandoffPacket,
+        request: str,
+        prior: list[WorkerResult],
+        inbox: ResultInbox,
+        *,
+        brain_agent_id: str,
+        brain_run_id: str,
+        purpose: str = "worker",
+    ) -> None:
+        super().__init__()
+        self._env = env
+        self._handoff = handoff
+        self._request = request
+        self._prior = prior
+        self._inbox = inbox
+        self._brain_agent_id = brain_agent_id
+        self._brain_run_id = brain_run_id
+        self._purpose = purpose
+        self._delivered = False
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, StartWorker):
+            self._deliver(self._run())
+        return None
+
+    def on_failure(self, *args: Any) -> None:
+        # Never die silently: the Brain is waiting for this worker's result.
+        self._deliver(Delivery(result=failed_result(self._handoff, "worker actor crashed")))
+
+    def _deliver(self, delivery: Delivery) -> None:
+        if not self._delivered:
+            self._delivered = True
+            self._inbox.put(delivery)
+
+    def _run(self) -> Delivery:
+        task = self._handoff.task
+        agent_id = task.id
+        run_id = f"{agent_id}:r1"
+        rec = self._env.recorder(agent_id, run_id)
+        blog = log.bind(session_id=self._env.session_id, agent_id=agent_id, run_id=run_id)
+        try:
+            rec.emit(
+                AgentCreated(
+                    agent_id=agent_id,
+                    agent_type="sub",
+                    parent_agent_id=self._brain_agent_id,
+                    created_by_run_id=self._brain_run_id,
+                    role=task.agent_role,
+                    purpose=self._purpose,
+                )
+            )
+            rec.emit(
+                RunStarted(
+                    run_id=run_id, agent_id=agent_id, phase=self._purpose,
+                    rng_seed=rec.rng.getrandbits(63),
+                    metadata={"task_id": task.id, "handoff_id": self._handoff.id},
+                )
+            )
+            rec.emit(AgentStatusChanged(agent_id=agent_id, status="running"))
+            conv = Conversation(rec, parent_id=None, activate=False)
+            conv.append(
+                "user",
+                [TextBlock(text=worker_prompt(self._request, self._handoff, self._prior))],
+                node_type="task_instruction",
+                metadata={"task_id": task.id},
+            )
+            result = None
+            try:
+                loop = agent_loop(
+                    self._env, conv, role=task.agent_role, phase=self._purpose,
+                    system=WORKER_SYSTEM, tools=self._env.tools, task_id=task.id,
+                    max_turns=self._env.settings.max_turns,
+                )
+                result = normalise_worker_reply(self._handoff, loop.content)
+            except Exception as e:
+                if is_replay_stop(e):
+                    raise
+                blog.warning("worker_failed", error=str(e))
+                result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
+                rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
+                rec.emit(
+                    RunEnded(run_id=run_id, status="failed", end_reason="failed",
+                             end_node_id=conv.tip,
+                             error={"type": type(e).__name__, "message": str(e)})
+                )
+                rec.emit(AgentStatusChanged(agent_id=agent_id, status="failed",
+                                            result=msgspec.to_builtins(result)))
+                return Delivery(result=result)
+            rec.emit(
+                RunEnded(
+                    run_id=run_id, status="completed", end_reason=loop.end_reason,
+                    end_node_id=loop.final_node_id, turn_count=loop.turns, usage=loop.usage,
+                )
+            )
+            rec.emit(
+                AgentStatusChanged(
+                    agent_id=agent_id,
+                    status="completed" if result.status == "completed" else "failed",
+                    result=msgspec.to_builtins(result),
+                )
+            )
+            return Delivery(result=result)
+        except Exception as e:
+            if is_replay_stop(e):
+                if self._env.replay_log is not None:
+                    if isinstance(e, Divergence):
+                        self._env.replay_log.diverged(run_id, e)
+                    else:
+                        self._env.replay_log.ended(run_id)
+                return Delivery(result=failed_result(self._handoff, str(e)), replay_stopped=True)
+            raise
+        finally:
+            if self._env.replay_log is not None:
+                self._env.replay_log.count(run_id, rec.compared)
