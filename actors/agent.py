@@ -37,7 +37,7 @@ from eventlog.events import (
     Usage,
 )
 from eventlog.ids import Clock
-from eventlog.records import NodeRow, StoredEvent
+from eventlog.records import StoredEvent
 from eventlog.sqlite_store import SQLiteStore
 from eventlog.writer import Writer
 
@@ -89,7 +89,7 @@ class SessionEnv:
     models: Mapping[str, Sequence[Model]]
     tools: ToolRegistry
     project_dir: Path
-    settings: RunSettings = RunSettings()
+    settings: RunSettings = field(default_factory=RunSettings)
     #: Recorded events by run id; None for a plain live run.
     recording: Mapping[str, list[StoredEvent]] | None = None
     live_allowed: bool = True
@@ -121,19 +121,6 @@ class SessionEnv:
         if not chain:
             raise ClewError(f"no model configured for role {role!r} and no default model")
         return chain
-
-
-def node_messages(nodes: Sequence[NodeRow | Node]) -> list[Message]:
-    """Turn a path of nodes into provider-neutral messages (a compaction cuts above it)."""
-    start = 0
-    for i, n in enumerate(nodes):
-        if n.node_type == "compaction":
-            start = i
-    out: list[Message] = []
-    for n in nodes[start:]:
-        role = n.role if n.role in ("user", "assistant", "tool", "system") else "user"
-        out.append(Message(role=role, content=list(n.content)))
-    return out
 
 
 class Conversation:
@@ -222,8 +209,12 @@ def call_model(
     last: ModelError | None = None
     for i, model in enumerate(chain):
         request = ModelRequest(
-            model=model.name, messages=list(messages), system=system, tools=specs,
-            role=role, phase=phase,
+            model=model.name,
+            messages=list(messages),
+            system=system,
+            tools=specs,
+            role=role,
+            phase=phase,
         )
         requested = ModelRequested(
             call_index=index,
@@ -236,7 +227,9 @@ def call_model(
             tools=[s.name for s in specs],
         )
 
-        def live(model: Model = model, request: ModelRequest = request) -> tuple[list[ContentBlock], str, Usage]:
+        def live(
+            model: Model = model, request: ModelRequest = request
+        ) -> tuple[list[ContentBlock], str, Usage]:
             response = model.complete(request)
             return response.content, response.stop_reason, response.usage
 
@@ -257,8 +250,14 @@ def call_model(
             )
             continue
         rec.emit(
-            TokenUsage(model=model.name, role=role, phase=phase, task_id=task_id,
-                       call_index=index, usage=responded.usage)
+            TokenUsage(
+                model=model.name,
+                role=role,
+                phase=phase,
+                task_id=task_id,
+                call_index=index,
+                usage=responded.usage,
+            )
         )
         return responded.content, responded.stop_reason, responded.usage
     assert last is not None
@@ -279,33 +278,49 @@ def run_tool(
 
     def live() -> ToolCallFinished | ToolFailed:
         if t is None:
-            return ToolFailed(tool_call_id=call.id, tool_name=call.name,
-                              error_type="UnknownTool", message=f"no tool named {call.name!r}")
+            return ToolFailed(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                error_type="UnknownTool",
+                message=f"no tool named {call.name!r}",
+            )
         try:
             args = t.args_model.model_validate(call.arguments)
         except pydantic.ValidationError as e:
             first = e.errors()[0]
             loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
-            return ToolFailed(tool_call_id=call.id, tool_name=call.name,
-                              error_type="ValidationError",
-                              message=f"invalid arguments at {loc}: {first['msg']}")
+            return ToolFailed(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                error_type="ValidationError",
+                message=f"invalid arguments at {loc}: {first['msg']}",
+            )
         try:
             output = t.call(args)
-        except Exception as e:  # noqa: BLE001 - a tool's failure is data, not a crash
-            return ToolFailed(tool_call_id=call.id, tool_name=call.name,
-                              error_type=type(e).__name__, message=str(e) or repr(e))
-        return ToolCallFinished(tool_call_id=call.id, tool_name=call.name,
-                                content=output_blocks(output))
+        except Exception as e:
+            return ToolFailed(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                error_type=type(e).__name__,
+                message=str(e) or repr(e),
+            )
+        return ToolCallFinished(
+            tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
+        )
 
     outcome = rec.tool_call(started, live, env.settings.in_doubt_policy)
     if isinstance(outcome, ToolFailed):
         return ToolResultBlock(
-            tool_call_id=call.id, name=call.name, is_error=True,
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=True,
             content=[TextBlock(text=f"{outcome.error_type}: {outcome.message}")],
         )
     parts = [b for b in outcome.content if not isinstance(b, ToolCallBlock | ToolResultBlock)]
     return ToolResultBlock(
-        tool_call_id=call.id, name=call.name, content=parts,  # type: ignore[arg-type]
+        tool_call_id=call.id,
+        name=call.name,
+        content=parts,
         is_error=outcome.is_error,
     )
 
@@ -326,14 +341,22 @@ def agent_loop(
     content: list[ContentBlock] = []
     for turn in range(1, max_turns + 1):
         content, stop_reason, u = call_model(
-            env, conv.rec, role=role, phase=phase, messages=conv.messages, system=system,
-            tools=tools if len(tools) else None, task_id=task_id,
+            env,
+            conv.rec,
+            role=role,
+            phase=phase,
+            messages=conv.messages,
+            system=system,
+            tools=tools if len(tools) else None,
+            task_id=task_id,
         )
         usage = add_usage(usage, u)
         conv.append("assistant", content)
         calls = [b for b in content if isinstance(b, ToolCallBlock)]
         if not calls:
-            reason: EndReason = "max_output_tokens_recovery" if stop_reason == "max_tokens" else "completed"
+            reason: EndReason = (
+                "max_output_tokens_recovery" if stop_reason == "max_tokens" else "completed"
+            )
             return LoopResult(content, turn, usage, reason, conv.tip)
         results: list[ContentBlock] = [run_tool(env, conv.rec, tools, c) for c in calls]
         conv.append("tool", results)

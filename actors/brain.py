@@ -13,13 +13,19 @@ taken in the *recorded* order, so every decision the Brain makes reproduces.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import pykka
 import structlog
 
-from actors.agent import Conversation, SessionEnv, agent_loop, call_model, is_replay_stop, node_messages
+from actors.agent import (
+    Conversation,
+    SessionEnv,
+    agent_loop,
+    call_model,
+    is_replay_stop,
+)
 from actors.plan import (
     EXPECTED_RESULT,
     FALLBACK_PLAN,
@@ -48,6 +54,7 @@ from eventlog.events import (
     WorkerResultReceived,
 )
 from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult
+from projections.context import build_context
 
 log = structlog.get_logger("clew.brain")
 
@@ -91,8 +98,15 @@ class Board:
     status, is left alone.
     """
 
-    _ORDER = {"pending": 0, "ready": 0, "blocked": 0, "running": 1, "completed": 2,
-              "failed": 2, "cancelled": 2}
+    _ORDER: ClassVar[dict[str, int]] = {
+        "pending": 0,
+        "ready": 0,
+        "blocked": 0,
+        "running": 1,
+        "completed": 2,
+        "failed": 2,
+        "cancelled": 2,
+    }
 
     def __init__(self, tasks: TaskManagerHandle, name: str) -> None:
         self.tasks = tasks
@@ -117,14 +131,9 @@ class Board:
         if current == to_status or self._ORDER[current] >= self._ORDER[to_status]:
             return
         self.tasks.apply_changes(
-            self.name, [SetStatus(task_id=task_id, to_status=to_status, result_summary=summary)]  # type: ignore[arg-type]
+            self.name,
+            [SetStatus(task_id=task_id, to_status=to_status, result_summary=summary)],  # type: ignore[arg-type]
         )
-
-    def ready(self) -> list[str]:
-        return self.tasks.ready(self.name)
-
-    def blocked(self) -> list[str]:
-        return self.tasks.snapshot(self.name).blocked()
 
 
 class Brain(pykka.ThreadingActor):
@@ -159,17 +168,29 @@ class Brain(pykka.ThreadingActor):
                         env.replay_log.ended(req.run_id)
                 run.drain_workers()
                 status = "diverged" if isinstance(e, Divergence) else "interrupted"
-                return RunOutcome(session_id=env.session_id, run_id=req.run_id, status=status,
-                                  error=str(e))
+                return RunOutcome(
+                    session_id=env.session_id, run_id=req.run_id, status=status, error=str(e)
+                )
             blog.error("brain_run_failed", error=str(e))
             run.drain_workers()
             error = {"type": type(e).__name__, "message": str(e)}
-            rec.emit(RunEnded(run_id=req.run_id, status="failed", end_reason="failed",
-                              end_node_id=run.conv.tip if run.conv else None, error=error))
+            rec.emit(
+                RunEnded(
+                    run_id=req.run_id,
+                    status="failed",
+                    end_reason="failed",
+                    end_node_id=run.conv.tip if run.conv else None,
+                    error=error,
+                )
+            )
             rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="failed"))
-            return RunOutcome(session_id=env.session_id, run_id=req.run_id, status="failed",
-                              error=f"{type(e).__name__}: {e}",
-                              active_node_id=run.conv.tip if run.conv else None)
+            return RunOutcome(
+                session_id=env.session_id,
+                run_id=req.run_id,
+                status="failed",
+                error=f"{type(e).__name__}: {e}",
+                active_node_id=run.conv.tip if run.conv else None,
+            )
         finally:
             if env.replay_log is not None:
                 env.replay_log.count(req.run_id, rec.compared)
@@ -179,7 +200,11 @@ class _MainRun:
     """The state of one main run while it executes (lives on the Brain's thread)."""
 
     def __init__(
-        self, env: SessionEnv, tasks: TaskManagerHandle, rec: RunRecorder, agent_id: str,
+        self,
+        env: SessionEnv,
+        tasks: TaskManagerHandle,
+        rec: RunRecorder,
+        agent_id: str,
         req: RunRequest,
     ) -> None:
         self.env = env
@@ -217,28 +242,41 @@ class _MainRun:
     def execute(self) -> RunOutcome:
         env, rec, req = self.env, self.rec, self.req
         if req.inputs.get("create_agent"):
-            rec.emit(AgentCreated(agent_id=self.agent_id, agent_type="orchestrator",
-                                  role="brain", purpose="orchestrate"))
+            rec.emit(
+                AgentCreated(
+                    agent_id=self.agent_id,
+                    agent_type="orchestrator",
+                    role="brain",
+                    purpose="orchestrate",
+                )
+            )
         rec.emit(
             RunStarted(
-                run_id=req.run_id, agent_id=self.agent_id, phase="orchestrate",
-                start_node_id=req.parent_node_id, rng_seed=rec.rng.getrandbits(63),
+                run_id=req.run_id,
+                agent_id=self.agent_id,
+                phase="orchestrate",
+                start_node_id=req.parent_node_id,
+                rng_seed=rec.rng.getrandbits(63),
                 metadata={"prompt": req.prompt, **req.inputs},
             )
         )
         rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="running"))
         history = (
-            node_messages(env.store.read_active_path(env.session_id, req.parent_node_id))
+            build_context(env.store.read_active_path(env.session_id, req.parent_node_id))
             if req.parent_node_id
             else []
         )
-        self.conv = conv = Conversation(rec, parent_id=req.parent_node_id, history=history,
-                                        activate=True)
+        self.conv = conv = Conversation(
+            rec, parent_id=req.parent_node_id, history=history, activate=True
+        )
         conv.append("user", [TextBlock(text=req.prompt)])
 
         # route
         route_content, _, _ = call_model(
-            env, rec, role="router", phase="route",
+            env,
+            rec,
+            role="router",
+            phase="route",
             messages=[Message(role="user", content=[TextBlock(text=req.prompt)])],
             system=ROUTER_SYSTEM,
         )
@@ -246,7 +284,9 @@ class _MainRun:
         try:
             plan = parse_plan(route_content)
         except PlanError as e:
-            rec.emit(PlanRejected(error=str(e), fallback="answer directly: primary only, no workers"))
+            rec.emit(
+                PlanRejected(error=str(e), fallback="answer directly: primary only, no workers")
+            )
             plan = FALLBACK_PLAN
         todos = plan.todos()
         rec.emit(TodoPlanned(todos=todos))
@@ -257,29 +297,54 @@ class _MainRun:
         # clarification gate: stop before any worker starts
         if plan.clarification.required:
             c = plan.clarification
-            rec.emit(ClarificationRequested(reason=c.reason, question=c.question,
-                                            missing_fields=c.missing_fields, options=c.options))
+            rec.emit(
+                ClarificationRequested(
+                    reason=c.reason,
+                    question=c.question,
+                    missing_fields=c.missing_fields,
+                    options=c.options,
+                )
+            )
             for t in todos:
                 self.todo(t.id, "blocked", "waiting for clarification")
             node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
-            rec.emit(RunEnded(run_id=req.run_id, status="completed", end_reason="completed",
-                              end_node_id=node, turn_count=1,
-                              outcome={"status": "needs_clarification"}))
+            rec.emit(
+                RunEnded(
+                    run_id=req.run_id,
+                    status="completed",
+                    end_reason="completed",
+                    end_node_id=node,
+                    turn_count=1,
+                    outcome={"status": "needs_clarification"},
+                )
+            )
             rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
-            return RunOutcome(session_id=env.session_id, run_id=req.run_id,
-                              status="needs_clarification", question=c.question,
-                              active_node_id=node)
+            return RunOutcome(
+                session_id=env.session_id,
+                run_id=req.run_id,
+                status="needs_clarification",
+                question=c.question,
+                active_node_id=node,
+            )
 
         ordered = self._pool(plan, board)
 
         # primary: the request plus worker summaries, never transcripts
         self.todo("primary", "running")
         board.move("primary", "running")
-        conv.append("user", [TextBlock(text=summaries_block(ordered, self.roles))],
-                    node_type="child_result")
-        answer = agent_loop(env, conv, role=plan.primary_role, phase="primary",
-                            system=PRIMARY_SYSTEM, tools=env.tools, task_id="primary",
-                            max_turns=env.settings.max_turns)
+        conv.append(
+            "user", [TextBlock(text=summaries_block(ordered, self.roles))], node_type="child_result"
+        )
+        answer = agent_loop(
+            env,
+            conv,
+            role=plan.primary_role,
+            phase="primary",
+            system=PRIMARY_SYSTEM,
+            tools=env.tools,
+            task_id="primary",
+            max_turns=env.settings.max_turns,
+        )
         board.move("primary", "completed", _text(answer.content)[:200])
         self.todo("primary", "completed")
         turns = answer.turns
@@ -292,54 +357,98 @@ class _MainRun:
             while True:
                 review_id = "review" if iteration == 0 else f"review-{iteration + 1}"
                 primary_result = WorkerResult(
-                    handoff_id="primary", task_id="primary", parent_id=req.run_id,
+                    handoff_id="primary",
+                    task_id="primary",
+                    parent_id=req.run_id,
                     summary=_text(answer.content),
                 )
-                review = self._run_one(review_id, "reviewer",
-                                       "Review the primary answer against the request.",
-                                       [*ordered, primary_result], purpose="review")
-                if review.verdict != "changes_requested" or iteration >= env.settings.max_fix_iterations:
+                review = self._run_one(
+                    review_id,
+                    "reviewer",
+                    "Review the primary answer against the request.",
+                    [*ordered, primary_result],
+                    purpose="review",
+                )
+                if (
+                    review.verdict != "changes_requested"
+                    or iteration >= env.settings.max_fix_iterations
+                ):
                     break
                 iteration += 1
                 rec.emit(FixIteration(iteration=iteration, trigger="changes_requested"))
-                findings = "Changes requested by review:\n" + review.summary + "".join(
-                    f"\n- {r}" for r in review.risks
+                findings = (
+                    "Changes requested by review:\n"
+                    + review.summary
+                    + "".join(f"\n- {r}" for r in review.risks)
                 )
                 conv.append("user", [TextBlock(text=findings)], node_type="child_result")
-                answer = agent_loop(env, conv, role=plan.primary_role, phase="fix",
-                                    system=PRIMARY_SYSTEM, tools=env.tools, task_id="primary",
-                                    max_turns=env.settings.max_turns)
+                answer = agent_loop(
+                    env,
+                    conv,
+                    role=plan.primary_role,
+                    phase="fix",
+                    system=PRIMARY_SYSTEM,
+                    tools=env.tools,
+                    task_id="primary",
+                    max_turns=env.settings.max_turns,
+                )
                 turns += answer.turns
             board.move("review", "completed" if review.status == "completed" else "failed")
             self.todo("review", "completed" if review.status == "completed" else "failed")
 
         text = _text(answer.content)
-        rec.emit(RunEnded(run_id=req.run_id, status="completed", end_reason=answer.end_reason,
-                          end_node_id=conv.tip, turn_count=turns, usage=answer.usage,
-                          outcome={"status": "completed"}))
+        rec.emit(
+            RunEnded(
+                run_id=req.run_id,
+                status="completed",
+                end_reason=answer.end_reason,
+                end_node_id=conv.tip,
+                turn_count=turns,
+                usage=answer.usage,
+                outcome={"status": "completed"},
+            )
+        )
         rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
-        return RunOutcome(session_id=env.session_id, run_id=req.run_id, status="completed",
-                          answer=text, worker_results=ordered, active_node_id=conv.tip)
+        return RunOutcome(
+            session_id=env.session_id,
+            run_id=req.run_id,
+            status="completed",
+            answer=text,
+            worker_results=ordered,
+            active_node_id=conv.tip,
+        )
 
     # -- workers --
 
     def _handoff(self, task_id: str, role: str, goal: str) -> HandoffPacket:
         return HandoffPacket(
             id=f"{self.req.run_id}/handoff/{task_id}",
-            task=AgentTaskContext(id=self.context_id(task_id), parent_id=self.req.run_id,
-                                  agent_role=role, goal=goal,
-                                  progress=TaskProgress(status="pending")),
+            task=AgentTaskContext(
+                id=self.context_id(task_id),
+                parent_id=self.req.run_id,
+                agent_role=role,
+                goal=goal,
+                progress=TaskProgress(status="pending"),
+            ),
             constraints=list(ISOLATION_CONSTRAINTS),
             expected_result=EXPECTED_RESULT,
         )
 
-    def _dispatch(self, task_id: str, role: str, goal: str, prior: list[WorkerResult],
-                  purpose: str = "worker") -> None:
+    def _dispatch(
+        self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str = "worker"
+    ) -> None:
         handoff = self._handoff(task_id, role, goal)
         self.rec.emit(HandoffSent(packet=handoff))
-        ref = Worker.start(self.env, handoff, self.req.prompt, prior, self.inbox,
-                           brain_agent_id=self.agent_id, brain_run_id=self.req.run_id,
-                           purpose=purpose)
+        ref = Worker.start(
+            self.env,
+            handoff,
+            self.req.prompt,
+            prior,
+            self.inbox,
+            brain_agent_id=self.agent_id,
+            brain_run_id=self.req.run_id,
+            purpose=purpose,
+        )
         self.running[handoff.task.id] = ref
         ref.tell(StartWorker(handoff_id=handoff.id))
 
@@ -366,30 +475,51 @@ class _MainRun:
         self.rec.emit(WorkerResultReceived(result=result))
         return result
 
-    def _run_one(self, task_id: str, role: str, goal: str, prior: list[WorkerResult],
-                 purpose: str) -> WorkerResult:
+    def _run_one(
+        self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str
+    ) -> WorkerResult:
         self._dispatch(task_id, role, goal, prior, purpose)
         return self._receive()
 
     def _pool(self, plan: Plan, board: Board) -> list[WorkerResult]:
         """Run the plan's workers, at most ``max_workers`` at once; return results in plan order."""
         env = self.env
-        by_id = {w.id: w for w in plan.workers}
         dispatched: set[str] = set()
         blocked_seen: set[str] = set()
         limit = max(1, env.settings.max_workers)
 
+        def state(task_id: str) -> str:
+            """Derived from this run's own results, never from the WAL: the WAL may be
+            ahead of the log after a crash, and decisions must reproduce."""
+            if task_id in self.results:
+                return "completed" if self.results[task_id].status == "completed" else "failed"
+            if task_id in blocked_seen:
+                return "blocked"
+            return "running" if task_id in dispatched else "pending"
+
         def dispatch_ready() -> None:
-            ready = set(board.ready())
             for w in plan.workers:
                 if len(self.running) >= limit:
                     return
-                if w.id in ready and w.id not in dispatched:
+                if w.id in dispatched or w.id in blocked_seen:
+                    continue
+                if all(state(d) == "completed" for d in w.deps):
                     dispatched.add(w.id)
                     self.todo(w.id, "running")
                     board.move(w.id, "running")
-                    prior = [self.results[d] for d in w.deps]
-                    self._dispatch(w.id, w.role, w.goal, prior)
+                    self._dispatch(w.id, w.role, w.goal, [self.results[d] for d in w.deps])
+
+        def block_dependents() -> None:
+            changed = True
+            while changed:
+                changed = False
+                for w in plan.workers:
+                    if w.id in blocked_seen or w.id in dispatched:
+                        continue
+                    if any(state(d) in ("failed", "blocked") for d in w.deps):
+                        blocked_seen.add(w.id)
+                        self.todo(w.id, "blocked", "an upstream task failed")
+                        changed = True
 
         dispatch_ready()
         while self.running:
@@ -399,10 +529,7 @@ class _MainRun:
             ok = result.status == "completed"
             board.move(task_id, "completed" if ok else "failed", result.summary[:200])
             self.todo(task_id, "completed" if ok else "failed")
-            for b in board.blocked():
-                if b in by_id and b not in blocked_seen:
-                    blocked_seen.add(b)
-                    self.todo(b, "blocked", "an upstream task failed")
+            block_dependents()
             dispatch_ready()
         ordered = []
         for w in plan.workers:
@@ -411,8 +538,11 @@ class _MainRun:
             elif w.id in blocked_seen:
                 ordered.append(
                     msgspec.structs.replace(
-                        failed_result(self._handoff(w.id, w.role, w.goal), "blocked by a failed upstream"),
-                        status="blocked", progress=TaskProgress(status="blocked"),
+                        failed_result(
+                            self._handoff(w.id, w.role, w.goal), "blocked by a failed upstream"
+                        ),
+                        status="blocked",
+                        progress=TaskProgress(status="blocked"),
                     )
                 )
         return ordered

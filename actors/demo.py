@@ -25,32 +25,69 @@ def demo_script(workers: int = 3, delay_ms: int = 0) -> dict[str, Any]:
         raise ValueError("the demo needs at least one worker")
     plan_workers = []
     for i in range(1, workers + 1):
-        plan_workers.append({
-            "id": f"w{i}",
-            "role": ROLES[(i - 1) % len(ROLES)],
-            "goal": f"Part {i} of the work: {ROLES[(i - 1) % len(ROLES)]} findings",
-            "deps": ["w1"] if i == 2 else [],
-        })
+        plan_workers.append(
+            {
+                "id": f"w{i}",
+                "role": ROLES[(i - 1) % len(ROLES)],
+                "goal": f"Part {i} of the work: {ROLES[(i - 1) % len(ROLES)]} findings",
+                "deps": ["w1"] if i == 2 else [],
+            }
+        )
     rules: list[dict[str, Any]] = [
-        {"role": "router", "phase": "route", "replies": [{"json": {
-            "primary_role": "lead", "workers": plan_workers, "review": True,
-        }}]},
+        {
+            "role": "router",
+            "phase": "route",
+            "replies": [
+                {
+                    "json": {
+                        "primary_role": "lead",
+                        "workers": plan_workers,
+                        "review": True,
+                    }
+                }
+            ],
+        },
     ]
     for role in dict.fromkeys(w["role"] for w in plan_workers):
-        rules.append({"role": role, "phase": "worker", "replies": [
-            {"text": f"Looking things up as the {role}.", "tool_calls": [
-                {"name": "lookup", "arguments": {"topic": role}},
-                {"name": "save_note", "arguments": {"text": f"{role} was here"}},
-            ]},
-            {"json": {"summary": f"The {role} found three relevant facts.",
-                      "risks": [f"{role}: sample size is small"], "nextQuestions": []}},
-        ]})
-    rules.append({"role": "lead", "replies": [
-        {"text": "Proposal: a local-first notes app with CRDT sync, built in three steps."},
-    ]})
-    rules.append({"role": "reviewer", "phase": "review", "replies": [
-        {"json": {"summary": "The proposal answers the request.", "verdict": "approved"}},
-    ]})
+        rules.append(
+            {
+                "role": role,
+                "phase": "worker",
+                "replies": [
+                    {
+                        "text": f"Looking things up as the {role}.",
+                        "tool_calls": [
+                            {"name": "lookup", "arguments": {"topic": role}},
+                            {"name": "save_note", "arguments": {"text": f"{role} was here"}},
+                        ],
+                    },
+                    {
+                        "json": {
+                            "summary": f"The {role} found three relevant facts.",
+                            "risks": [f"{role}: sample size is small"],
+                            "nextQuestions": [],
+                        }
+                    },
+                ],
+            }
+        )
+    rules.append(
+        {
+            "role": "lead",
+            "replies": [
+                {"text": "Proposal: a local-first notes app with CRDT sync, built in three steps."},
+            ],
+        }
+    )
+    rules.append(
+        {
+            "role": "reviewer",
+            "phase": "review",
+            "replies": [
+                {"json": {"summary": "The proposal answers the request.", "verdict": "approved"}},
+            ],
+        }
+    )
     return {"delay_ms": delay_ms, "rules": rules}
 
 

@@ -62,7 +62,9 @@ class PlannedWorker(pydantic.BaseModel):
     @classmethod
     def _safe_id(cls, v: str) -> str:
         if not TASK_ID_RE.match(v) or v in RESERVED_TASK_IDS:
-            raise ValueError(f"worker id {v!r} must match [a-zA-Z0-9_-]{{1,40}} and not be reserved")
+            raise ValueError(
+                f"worker id {v!r} must match [a-zA-Z0-9_-]{{1,40}} and not be reserved"
+            )
         return v
 
 
@@ -102,15 +104,20 @@ class Plan(pydantic.BaseModel):
 
     def todos(self) -> list[Todo]:
         """Return the checkable items: one per worker, the primary, and the review."""
-        out = [Todo(id=w.id, title=w.goal, owner_role=w.role, deps=list(w.deps)) for w in self.workers]
+        out = [
+            Todo(id=w.id, title=w.goal, owner_role=w.role, deps=list(w.deps)) for w in self.workers
+        ]
         out.append(
             # No edges into "primary": it runs after the pool even when a worker failed
             # (it reports the failure); the Brain sequences it, not the DAG.
             Todo(id="primary", title="Answer the request", owner_role=self.primary_role)
         )
         if self.review:
-            out.append(Todo(id="review", title="Review the answer", owner_role="reviewer",
-                            deps=["primary"]))
+            out.append(
+                Todo(
+                    id="review", title="Review the answer", owner_role="reviewer", deps=["primary"]
+                )
+            )
         return out
 
 
@@ -124,7 +131,7 @@ def find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
         stack.append(node)
         for dep in graph.get(node, []):
             if state.get(dep) == 1:
-                return [*stack[stack.index(dep):], dep]
+                return [*stack[stack.index(dep) :], dep]
             if dep not in state:
                 found = visit(dep)
                 if found:
@@ -190,9 +197,7 @@ class WorkerReply(pydantic.BaseModel):
     verdict: str | None = None
 
 
-def normalise_worker_reply(
-    handoff: HandoffPacket, content: list[ContentBlock]
-) -> WorkerResult:
+def normalise_worker_reply(handoff: HandoffPacket, content: list[ContentBlock]) -> WorkerResult:
     """Turn a worker's final reply into a ``WorkerResult`` carrying the handoff's ids.
 
     A JSON reply is read as :class:`WorkerReply`; anything else (plain text, or JSON of
@@ -206,9 +211,15 @@ def normalise_worker_reply(
             reply = WorkerReply.model_validate(data)
     except (PlanError, pydantic.ValidationError):
         reply = None
-    base = {"handoff_id": handoff.id, "task_id": handoff.task.id, "parent_id": handoff.task.parent_id}
+    hid, tid, pid = handoff.id, handoff.task.id, handoff.task.parent_id
     if reply is None:
-        return WorkerResult(**base, summary=text, progress=TaskProgress(status="completed"))
+        return WorkerResult(
+            handoff_id=hid,
+            task_id=tid,
+            parent_id=pid,
+            summary=text,
+            progress=TaskProgress(status="completed"),
+        )
     failed = reply.status == "failed"
     refs = []
     for a in reply.artifacts:
@@ -216,7 +227,9 @@ def normalise_worker_reply(
         if kind in ("file", "thread", "summary", "artifact") and isinstance(a.get("uri"), str):
             refs.append(ContextRef(kind=kind, uri=a["uri"], label=a.get("label")))
     return WorkerResult(
-        **base,
+        handoff_id=hid,
+        task_id=tid,
+        parent_id=pid,
         status="failed" if failed else "completed",
         progress=TaskProgress(status="failed" if failed else "completed"),
         summary=reply.summary or text,
@@ -227,9 +240,7 @@ def normalise_worker_reply(
     )
 
 
-def worker_prompt(
-    request: str, handoff: HandoffPacket, prior: list[WorkerResult]
-) -> str:
+def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult]) -> str:
     """Compose a worker's prompt: the request, the results it may use, its handoff."""
     parts = ["# Original request", request, ""]
     if prior:

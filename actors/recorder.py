@@ -187,13 +187,16 @@ class RunRecorder:
         if not self._live_allowed:
             if self.recording_complete:
                 raise Divergence(
-                    self.run_id, None, "(end of run)", event_type_of(event),
+                    self.run_id,
+                    None,
+                    "(end of run)",
+                    event_type_of(event),
                     [FieldDiff(path="event_type", expected=None, actual=event_type_of(event))],
                 )
             raise EndOfRecording(f"run {self.run_id}: end of the interrupted recording")
         if self._writer is None:  # pragma: no cover - a live recorder always has a writer
             raise ClewError("live recorder without a writer")
-        stored = self._writer.submit(
+        stored: list[StoredEvent] = self._writer.submit(
             AppendRequest(
                 session_id=self.session_id,
                 event=event,
@@ -209,16 +212,17 @@ class RunRecorder:
         expected_events: list[Event] = [event]
         if isinstance(event, NodeAppended):
             # The writer turns oversize JSON into artifact refs; compare with that form.
-            planned, artifacts = plan_artifacts(
-                self.session_id, event, self._artifact_threshold
-            )
+            planned, artifacts = plan_artifacts(self.session_id, event, self._artifact_threshold)
             expected_events = [*(a for a, _ in artifacts), planned]
         last: StoredEvent | None = None
         for ev in expected_events:
             rec = self.peek()
             if rec is None:
                 raise Divergence(
-                    self.run_id, None, "(end of recording)", event_type_of(ev),
+                    self.run_id,
+                    None,
+                    "(end of recording)",
+                    event_type_of(ev),
                     [FieldDiff(path="event_type", expected=None, actual=event_type_of(ev))],
                 )
             if rec.event != ev:
@@ -269,7 +273,10 @@ class RunRecorder:
                 self.emit(msgspec.structs.replace(requested, attempt=attempt))
                 continue
             raise Divergence(
-                self.run_id, rec.run_seq, rec.event_type, "model_responded",
+                self.run_id,
+                rec.run_seq,
+                rec.event_type,
+                "model_responded",
                 [FieldDiff(path="event_type", expected=rec.event_type, actual="model_responded")],
             )
         if request_recorded:
@@ -321,8 +328,15 @@ class RunRecorder:
             if isinstance(ev, InDoubtResolved) and ev.tool_call_id == started.tool_call_id:
                 return self._resolve_in_doubt(started, run, ev.decision)
             raise Divergence(
-                self.run_id, rec.run_seq, rec.event_type, "tool_call_finished",
-                [FieldDiff(path="event_type", expected=rec.event_type, actual="tool_call_finished")],
+                self.run_id,
+                rec.run_seq,
+                rec.event_type,
+                "tool_call_finished",
+                [
+                    FieldDiff(
+                        path="event_type", expected=rec.event_type, actual="tool_call_finished"
+                    )
+                ],
             )
         if not start_recorded:
             return self._run_tool(run)
@@ -332,7 +346,9 @@ class RunRecorder:
         decision: InDoubtPolicy = "retry" if started.idempotent else in_doubt_policy
         return self._resolve_in_doubt(started, run, decision)
 
-    def _run_tool(self, run: Callable[[], ToolCallFinished | ToolFailed]) -> ToolCallFinished | ToolFailed:
+    def _run_tool(
+        self, run: Callable[[], ToolCallFinished | ToolFailed]
+    ) -> ToolCallFinished | ToolFailed:
         if self._before_tool is not None:
             self._before_tool()
         outcome = run()
@@ -388,8 +404,11 @@ class RunRecorder:
         if rec is None and not self._live_allowed:
             raise EndOfRecording(f"run {self.run_id}: recording ends inside a tool re-run")
         raise Divergence(
-            self.run_id, rec.run_seq if rec else None, rec.event_type if rec else None,
-            "tool_call_finished", [],
+            self.run_id,
+            rec.run_seq if rec else None,
+            rec.event_type if rec else None,
+            "tool_call_finished",
+            [],
         )
 
 

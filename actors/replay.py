@@ -63,15 +63,25 @@ def build_report(
         compared = log.compared.get(run_id, 0)
         if d is not None:
             divergences.append(
-                RunDivergence(run_id=run_id, run_seq=d.run_seq, expected_type=d.expected_type,
-                              actual_type=d.actual_type, diff=d.diff, message=str(d))
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=d.run_seq,
+                    expected_type=d.expected_type,
+                    actual_type=d.actual_type,
+                    diff=d.diff,
+                    message=str(d),
+                )
             )
             continue
         if run_id not in executed:
             divergences.append(
-                RunDivergence(run_id=run_id, run_seq=recorded[0].run_seq,
-                              expected_type=recorded[0].event_type, actual_type=None,
-                              message=f"run {run_id} was recorded but today's code never ran it")
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=recorded[0].run_seq,
+                    expected_type=recorded[0].event_type,
+                    actual_type=None,
+                    message=f"run {run_id} was recorded but today's code never ran it",
+                )
             )
             continue
         if compared < len(recorded):
@@ -80,25 +90,39 @@ def build_report(
             else:
                 nxt = recorded[compared]
                 divergences.append(
-                    RunDivergence(run_id=run_id, run_seq=nxt.run_seq,
-                                  expected_type=nxt.event_type, actual_type="(end of run)",
-                                  message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
-                                  f" expected {nxt.event_type}, got the end of the run")
+                    RunDivergence(
+                        run_id=run_id,
+                        run_seq=nxt.run_seq,
+                        expected_type=nxt.event_type,
+                        actual_type="(end of run)",
+                        message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
+                        f" expected {nxt.event_type}, got the end of the run",
+                    )
                 )
                 continue
         events += compared
     for run_id in log.executed:
         if run_id not in recording and run_id not in log.divergences:
             divergences.append(
-                RunDivergence(run_id=run_id, run_seq=None, expected_type=None,
-                              actual_type="run_started",
-                              message=f"run {run_id} ran but was never recorded")
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=None,
+                    expected_type=None,
+                    actual_type="run_started",
+                    message=f"run {run_id} ran but was never recorded",
+                )
             )
     for run_id, d in log.divergences.items():
         if run_id not in recording:
             divergences.append(
-                RunDivergence(run_id=run_id, run_seq=d.run_seq, expected_type=d.expected_type,
-                              actual_type=d.actual_type, diff=d.diff, message=str(d))
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=d.run_seq,
+                    expected_type=d.expected_type,
+                    actual_type=d.actual_type,
+                    diff=d.diff,
+                    message=str(d),
+                )
             )
     divergences.sort(key=lambda d: d.run_id)
     return ReplayReport(

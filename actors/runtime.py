@@ -44,7 +44,7 @@ class SessionBusy(ClewError):
 
 
 class FaultPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """Crash-test seam: SIGKILL this process after the k-th committed event / before the k-th tool."""
+    """Crash-test seam: SIGKILL this process after the k-th commit or before the k-th tool."""
 
     kill_after_events: int | None = None
     kill_before_tool: int | None = None
@@ -70,7 +70,9 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
 def model_chains(model: ModelArg) -> dict[str, list[Model]]:
     """Normalise the ``model=`` argument to ``{role: [candidates…]}`` (``default`` = fallback)."""
     if isinstance(model, Mapping):
-        return {role: ([m] if not isinstance(m, Sequence) else list(m)) for role, m in model.items()}
+        return {
+            role: ([m] if not isinstance(m, Sequence) else list(m)) for role, m in model.items()
+        }
     if isinstance(model, Sequence):
         return {"default": list(model)}
     return {"default": [model]}
@@ -104,6 +106,13 @@ class RecordedTool:
         raise ClewError(f"replay: tool {self.name} is never executed")
 
 
+def _run_started(events: list[StoredEvent]) -> RunStarted:
+    for e in events:
+        if isinstance(e.event, RunStarted):
+            return e.event
+    raise ClewError("a main run without run_started")  # pragma: no cover - _recording finds one
+
+
 class Runtime:
     """An open clew home: the store, the writer, task managers, and the session API."""
 
@@ -129,7 +138,8 @@ class Runtime:
         self.project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
         self.home.mkdir(parents=True, exist_ok=True)
         self.store = SQLiteStore(
-            self.home / "sessions.sqlite", artifacts_dir=self.home / "artifacts",
+            self.home / "sessions.sqlite",
+            artifacts_dir=self.home / "artifacts",
             durability=durability,
         )
         self.clock = clock or SystemClock()
@@ -143,17 +153,23 @@ class Runtime:
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, *, home: str | None = None,
-        project_dir: str | None = None, **kwargs: Any,
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        home: str | None = None,
+        project_dir: str | None = None,
+        **kwargs: Any,
     ) -> Runtime:
         """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew``; read fault env vars."""
         env = os.environ if env is None else env
         chosen = home or env.get("CLEW_HOME") or str(Path("~/.clew").expanduser())
         fault = FaultPlan(
             kill_after_events=int(env["CLEW_FAULT_KILL_AFTER_EVENTS"])
-            if env.get("CLEW_FAULT_KILL_AFTER_EVENTS") else None,
+            if env.get("CLEW_FAULT_KILL_AFTER_EVENTS")
+            else None,
             kill_before_tool=int(env["CLEW_FAULT_KILL_BEFORE_TOOL"])
-            if env.get("CLEW_FAULT_KILL_BEFORE_TOOL") else None,
+            if env.get("CLEW_FAULT_KILL_BEFORE_TOOL")
+            else None,
         )
         return cls(chosen, project_dir, fault=fault, **kwargs)
 
@@ -199,7 +215,9 @@ class Runtime:
 
     # --- sessions ------------------------------------------------------------------------
 
-    def new_session(self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None) -> Session:
+    def new_session(
+        self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Session:
         """Create a session (``session_created``) and return it."""
         now = self.clock.now()
         for _ in range(20):
@@ -211,8 +229,12 @@ class Runtime:
         self.writer.append(
             AppendRequest(
                 session_id=sid,
-                event=SessionCreated(session_id=sid, cwd=cwd or str(self.project_dir),
-                                     root_agent_id=f"{sid}:brain", metadata=metadata or {}),
+                event=SessionCreated(
+                    session_id=sid,
+                    cwd=cwd or str(self.project_dir),
+                    root_agent_id=f"{sid}:brain",
+                    metadata=metadata or {},
+                ),
                 created_at=now,
             )
         )
@@ -249,7 +271,9 @@ class Runtime:
     def interrupted_runs(self, session_id: str) -> list[str]:
         """Runs the store says are running/pending while no live process owns the session."""
         sid = validate_session_id(session_id)
-        open_runs = [r.run_id for r in self.store.read_runs(sid) if r.status in ("running", "pending")]
+        open_runs = [
+            r.run_id for r in self.store.read_runs(sid) if r.status in ("running", "pending")
+        ]
         if not open_runs or self.is_owned(sid):
             return []
         return open_runs
@@ -283,19 +307,35 @@ class Runtime:
 
     # --- running -------------------------------------------------------------------------
 
-    def _env(self, sid: str, models: dict[str, list[Model]], tools: ToolRegistry,
-             settings: RunSettings, **kw: Any) -> SessionEnv:
+    def _env(
+        self,
+        sid: str,
+        models: dict[str, list[Model]],
+        tools: ToolRegistry,
+        settings: RunSettings,
+        **kw: Any,
+    ) -> SessionEnv:
         return SessionEnv(
-            session_id=sid, store=self.store, writer=self.writer, clock=self.clock,
-            models=models, tools=tools, project_dir=self.project_dir, settings=settings,
-            before_tool=self._before_tool(), artifact_threshold=self.store.artifact_threshold,
+            session_id=sid,
+            store=self.store,
+            writer=self.writer,
+            clock=self.clock,
+            models=models,
+            tools=tools,
+            project_dir=self.project_dir,
+            settings=settings,
+            before_tool=self._before_tool(),
+            artifact_threshold=self.store.artifact_threshold,
             **kw,
         )
 
-    def _execute(self, env: SessionEnv, tasks: TaskManagerHandle, request: RunRequest) -> RunOutcome:
+    def _execute(
+        self, env: SessionEnv, tasks: TaskManagerHandle, request: RunRequest
+    ) -> RunOutcome:
         brain = Brain.start(env, tasks)
         try:
-            outcome: RunOutcome = brain.ask(request)
+            outcome = brain.ask(request)
+            assert isinstance(outcome, RunOutcome)
         finally:
             brain.stop()
         return outcome
@@ -327,9 +367,12 @@ class Runtime:
     def _recorded_tools(inputs: dict[str, Any]) -> ToolRegistry:
         reg = ToolRegistry()
         for t in inputs.get("tools", []):
-            spec = ToolSpec(name=t["name"], description=t.get("description", ""),
-                            parameters=t.get("parameters", {}))
-            reg.add(RecordedTool(spec, bool(t.get("idempotent", False))))  # type: ignore[arg-type]
+            spec = ToolSpec(
+                name=t["name"],
+                description=t.get("description", ""),
+                parameters=t.get("parameters", {}),
+            )
+            reg.add(RecordedTool(spec, bool(t.get("idempotent", False))))
         return reg
 
     def replay(
@@ -356,23 +399,39 @@ class Runtime:
             tasks = TaskManagerHandle.start(scratch, sid, clock=self.clock)
             try:
                 for i, run_id in enumerate(mains):
-                    started = by_run[run_id][0].event
-                    if not isinstance(started, RunStarted):  # pragma: no cover
-                        started = next(e.event for e in by_run[run_id] if isinstance(e.event, RunStarted))
-                    assert isinstance(started, RunStarted)
+                    started = _run_started(by_run[run_id])
                     prompt, inputs = self._inputs_of(started)
-                    models = model_chains(model) if model is not None else self._recorded_models(inputs)
-                    registry = ToolRegistry(tools) if tools is not None else self._recorded_tools(inputs)
+                    models = (
+                        model_chains(model) if model is not None else self._recorded_models(inputs)
+                    )
+                    registry = (
+                        ToolRegistry(tools) if tools is not None else self._recorded_tools(inputs)
+                    )
                     settings = msgspec.convert(inputs.get("settings", {}), RunSettings)
                     env = SessionEnv(
-                        session_id=sid, store=self.store, writer=None, clock=self.clock,
-                        models=models, tools=registry, project_dir=scratch, settings=settings,
-                        recording=by_run, live_allowed=False, replay_log=log_,
+                        session_id=sid,
+                        store=self.store,
+                        writer=None,
+                        clock=self.clock,
+                        models=models,
+                        tools=registry,
+                        project_dir=scratch,
+                        settings=settings,
+                        recording=by_run,
+                        live_allowed=False,
+                        replay_log=log_,
                         artifact_threshold=self.store.artifact_threshold,
                     )
-                    self._execute(env, tasks, RunRequest(run_id=run_id, prompt=prompt,
-                                                          parent_node_id=started.start_node_id,
-                                                          inputs=inputs))
+                    self._execute(
+                        env,
+                        tasks,
+                        RunRequest(
+                            run_id=run_id,
+                            prompt=prompt,
+                            parent_node_id=started.start_node_id,
+                            inputs=inputs,
+                        ),
+                    )
                     if progress is not None:
                         progress(i + 1, len(mains))
             finally:
@@ -407,19 +466,32 @@ class Runtime:
         if not pending:
             raise NothingToResume(f"session {sid} has no interrupted run")
         run_id = pending[-1]
-        started = by_run[run_id][0].event
-        assert isinstance(started, RunStarted)
+        started = _run_started(by_run[run_id])
         prompt, inputs = self._inputs_of(started)
         chosen = settings or msgspec.convert(inputs.get("settings", {}), RunSettings)
         self.lock(sid)
         try:
             tasks = self.task_manager(sid)
             replay_log = ReplayLog()
-            env = self._env(sid, model_chains(model), ToolRegistry(tools), chosen,
-                            recording=by_run, live_allowed=True, replay_log=replay_log)
-            outcome = self._execute(env, tasks, RunRequest(run_id=run_id, prompt=prompt,
-                                                           parent_node_id=started.start_node_id,
-                                                           inputs=inputs))
+            env = self._env(
+                sid,
+                model_chains(model),
+                ToolRegistry(tools),
+                chosen,
+                recording=by_run,
+                live_allowed=True,
+                replay_log=replay_log,
+            )
+            outcome = self._execute(
+                env,
+                tasks,
+                RunRequest(
+                    run_id=run_id,
+                    prompt=prompt,
+                    parent_node_id=started.start_node_id,
+                    inputs=inputs,
+                ),
+            )
             self.writer.flush()
         finally:
             self.unlock(sid)
@@ -466,7 +538,8 @@ class Session:
             n = sum(1 for r in runs if r.agent_id == brain) + 1
             if any(r.status in ("running", "pending") for r in runs):
                 raise ClewError(
-                    f"session {self.id} has an interrupted run; resume it first (clew resume {self.id})"
+                    f"session {self.id} has an interrupted run;"
+                    f" resume it first (clew resume {self.id})"
                 )
             inputs: dict[str, Any] = {
                 "create_agent": n == 1,
@@ -480,13 +553,16 @@ class Session:
             }
             env = rt._env(self.id, models, registry, settings)
             outcome = rt._execute(
-                env, rt.task_manager(self.id),
-                RunRequest(run_id=f"{brain}:r{n}", prompt=prompt,
-                           parent_node_id=row.active_node_id, inputs=inputs),
+                env,
+                rt.task_manager(self.id),
+                RunRequest(
+                    run_id=f"{brain}:r{n}",
+                    prompt=prompt,
+                    parent_node_id=row.active_node_id,
+                    inputs=inputs,
+                ),
             )
             rt.writer.flush()
             return outcome
         finally:
             rt.unlock(self.id)
-
-

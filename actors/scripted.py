@@ -93,7 +93,10 @@ class ScriptedModel:
     """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply."""
 
     def __init__(
-        self, script: Script | str | Path | dict[str, Any], *, name: str = "scripted",
+        self,
+        script: Script | str | Path | dict[str, Any],
+        *,
+        name: str = "scripted",
         delay_ms: int | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
@@ -136,7 +139,13 @@ class ScriptedModel:
         for i, tc in enumerate(reply.tool_calls):
             content.append(ToolCallBlock(id=f"call_{h}_{i}", name=tc.name, arguments=tc.arguments))
         stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
-        in_chars = sum(len(json.dumps(b.data)) if isinstance(b, JsonBlock) else len(getattr(b, "text", "")) for m in request.messages for b in m.content)
-        out_chars = len(reply.text or "") + (len(json.dumps(reply.json_)) if reply.json_ is not None else 0)
+        in_chars = sum(
+            len(json.dumps(b.data)) if isinstance(b, JsonBlock) else len(getattr(b, "text", ""))
+            for m in request.messages
+            for b in m.content
+        )
+        out_chars = len(reply.text or "") + (
+            len(json.dumps(reply.json_)) if reply.json_ is not None else 0
+        )
         usage = Usage(input_tokens=in_chars // 4 + 1, output_tokens=out_chars // 4 + 1)
         return ModelResponse(content=content, usage=usage, stop_reason=stop, model=self.name)

@@ -83,8 +83,12 @@ def output_blocks(output: ToolOutput) -> list[ContentBlock]:
         return []
     if isinstance(output, str):
         return [TextBlock(text=output)]
-    if isinstance(output, list) and output and all(
-        isinstance(b, TextBlock | JsonBlock) or hasattr(b, "__struct_config__") for b in output
+    if (
+        isinstance(output, list)
+        and output
+        and all(
+            isinstance(b, TextBlock | JsonBlock) or hasattr(b, "__struct_config__") for b in output
+        )
     ):
         return list(output)
     return [JsonBlock(data=output)]

@@ -147,7 +147,9 @@ class Worker(pykka.ThreadingActor):
             )
             rec.emit(
                 RunStarted(
-                    run_id=run_id, agent_id=agent_id, phase=self._purpose,
+                    run_id=run_id,
+                    agent_id=agent_id,
+                    phase=self._purpose,
                     rng_seed=rec.rng.getrandbits(63),
                     metadata={"task_id": task.id, "handoff_id": self._handoff.id},
                 )
@@ -163,8 +165,13 @@ class Worker(pykka.ThreadingActor):
             result = None
             try:
                 loop = agent_loop(
-                    self._env, conv, role=task.agent_role, phase=self._purpose,
-                    system=WORKER_SYSTEM, tools=self._env.tools, task_id=task.id,
+                    self._env,
+                    conv,
+                    role=task.agent_role,
+                    phase=self._purpose,
+                    system=WORKER_SYSTEM,
+                    tools=self._env.tools,
+                    task_id=task.id,
                     max_turns=self._env.settings.max_turns,
                 )
                 result = normalise_worker_reply(self._handoff, loop.content)
@@ -175,17 +182,28 @@ class Worker(pykka.ThreadingActor):
                 result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
                 rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
                 rec.emit(
-                    RunEnded(run_id=run_id, status="failed", end_reason="failed",
-                             end_node_id=conv.tip,
-                             error={"type": type(e).__name__, "message": str(e)})
+                    RunEnded(
+                        run_id=run_id,
+                        status="failed",
+                        end_reason="failed",
+                        end_node_id=conv.tip,
+                        error={"type": type(e).__name__, "message": str(e)},
+                    )
                 )
-                rec.emit(AgentStatusChanged(agent_id=agent_id, status="failed",
-                                            result=msgspec.to_builtins(result)))
+                rec.emit(
+                    AgentStatusChanged(
+                        agent_id=agent_id, status="failed", result=msgspec.to_builtins(result)
+                    )
+                )
                 return Delivery(result=result)
             rec.emit(
                 RunEnded(
-                    run_id=run_id, status="completed", end_reason=loop.end_reason,
-                    end_node_id=loop.final_node_id, turn_count=loop.turns, usage=loop.usage,
+                    run_id=run_id,
+                    status="completed",
+                    end_reason=loop.end_reason,
+                    end_node_id=loop.final_node_id,
+                    turn_count=loop.turns,
+                    usage=loop.usage,
                 )
             )
             rec.emit(

@@ -84,6 +84,12 @@ def upcast(payload: Payload) -> Payload:
     return payload
 
 
+def _has_version(data: bytes | str) -> bool:
+    if isinstance(data, bytes):
+        return b'"schema_version"' in data
+    return '"schema_version"' in data
+
+
 def decode_event(data: bytes | str) -> Event:
     """Decode one stored payload, upcasting older schema versions.
 
@@ -92,7 +98,10 @@ def decode_event(data: bytes | str) -> Event:
     """
     try:
         event = _decoder.decode(data)
-        if event.schema_version == CURRENT_VERSIONS[type(event).__struct_config__.tag]:  # type: ignore[index]
+        current = CURRENT_VERSIONS[type(event).__struct_config__.tag]  # type: ignore[index]
+        # A payload without the field is version 1: only the fast path's default would
+        # claim otherwise, and only for types that have moved past version 1.
+        if event.schema_version == current and (current == 1 or _has_version(data)):
             return event
     except msgspec.ValidationError:
         pass  # maybe an older shape: take the slow path below
@@ -100,7 +109,8 @@ def decode_event(data: bytes | str) -> Event:
         raise DecodeError(f"undecodable event payload: {e}") from e
     try:
         payload = upcast(_raw_decoder.decode(data))
-        return msgspec.convert(payload, Event)
+        upcasted: Event = msgspec.convert(payload, Event)
+        return upcasted
     except msgspec.ValidationError as e:
         raise DecodeError(f"invalid event payload: {e}") from e
 

@@ -36,7 +36,7 @@ def validate_session_id(session_id: object) -> str:
         raise InvalidSessionId(
             f"invalid session id {session_id[:40]!r}…: longer than {MAX_SESSION_ID_LEN} characters"
         )
-    if not SESSION_ID_RE.match(session_id):
+    if not SESSION_ID_RE.fullmatch(session_id):
         raise InvalidSessionId(
             f"invalid session id {session_id!r}: only letters, digits and '_' are allowed"
         )

@@ -90,7 +90,7 @@ class _WriterActor(pykka.ThreadingActor):
                 return
             results = self._store.append_batch([req for req, _ in batch])
             committed: list[StoredEvent] = []
-            for (_, fut), result in zip(batch, results, strict=True):
+            for result in results:
                 if isinstance(result, list):
                     committed.extend(result)
             self._committed += len(committed)
@@ -98,7 +98,10 @@ class _WriterActor(pykka.ThreadingActor):
                 # Runs after COMMIT returned and before any caller learns of it: the
                 # crash tests kill the process here ("right after the k-th commit").
                 self._after_commit(self._committed, committed)
-            for (_, fut), result in zip(batch, results, strict=True):
+            # Resolve newest first: a pipelining producer waits on its *oldest* future,
+            # so it wakes once, after the whole batch is resolved, instead of waking and
+            # blocking again per future (+25% with 8 producers, docs/performance.md).
+            for (_, fut), result in reversed(list(zip(batch, results, strict=True))):
                 if isinstance(result, list):
                     fut.set(result)
                 else:
@@ -136,6 +139,11 @@ class Writer:
         if self._stopped:
             raise StoreError("the storage writer is stopped")
         self._pending.put((request, fut))
+        # Lock-free fast path: a set flag means the actor has yet to clear it, and it
+        # clears it *before* draining, so this request will be drained. Taking the lock
+        # on every submit made 8 producers queue on it (~10% of the 8-producer profile).
+        if self._wake_flag.is_set():
+            return fut
         with self._lock:
             if self._wake_flag.is_set():
                 return fut
@@ -152,7 +160,7 @@ class Writer:
         Raises:
             ClewError: the append failed (the error of the store, translated).
         """
-        stored = self.submit(request).get(timeout=timeout)
+        stored: list[StoredEvent] = self.submit(request).get(timeout=timeout)
         return stored[-1]
 
     def flush(self, timeout: float | None = 60.0) -> None:

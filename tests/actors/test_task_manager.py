@@ -1,7 +1,6 @@
 """The TaskManager actor: fsync before apply, replay equals live, crashes lose nothing acked."""
 
 # The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 

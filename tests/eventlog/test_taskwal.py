@@ -1,7 +1,6 @@
 """The Task WAL file format: append, replay, torn tails, corruption, names."""
 
 # The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The pure task DAG fold: derived readiness, blocking, cycles, the status machine."""
 
 # The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 

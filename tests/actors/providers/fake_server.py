@@ -1,0 +1,230 @@
+"""A real HTTP server on 127.0.0.1 that speaks both provider wire formats, for tests.
+
+Tests script replies in order (``server.reply(...)``); with none scripted the
+server answers like a provider would: ``/chat/completions`` with an OpenAI
+completion and ``/messages`` with an Anthropic message, echoing the last user
+text. Every request is recorded (method, path, headers, body) so tests assert
+the wire mapping itself. Faults: any status and headers, a ``hang`` before
+replying, a ``content_length`` larger than the body (the body is cut off), or
+raw bytes that are not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+JSON_TYPE = "application/json"
+TEST_KEY = "sk-test-0123456789abcdef-SECRET"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. ``body`` is JSON-encoded unless it is ``bytes``."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    hang: float = 0.0
+    content_length: int | None = None
+
+    def encoded(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
+        return json.dumps(self.body).encode()
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the server received: headers keyed in lower case, the raw body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+# --- wire-format reply builders ---------------------------------------------------------
+
+
+def openai_reply(
+    text: str | None = "",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str = "stop",
+    usage: dict[str, Any] | None = None,
+    model: str = "fake-gpt",
+) -> dict[str, Any]:
+    """Return a Chat Completions body; ``tool_calls`` items are ``{id, name, arguments}``."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in tool_calls
+        ]
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage or {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    }
+
+
+def anthropic_reply(
+    *blocks: dict[str, Any],
+    stop_reason: str = "end_turn",
+    usage: dict[str, Any] | None = None,
+    model: str = "fake-claude",
+) -> dict[str, Any]:
+    """Return a Messages API body with the given content blocks."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": list(blocks),
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 2},
+    }
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    return ""
+
+
+def default_reply(path: str, request: Any) -> Reply:
+    """Answer like the provider the path belongs to, echoing the last user text."""
+    messages = request.get("messages", []) if isinstance(request, dict) else []
+    text = "echo: " + _last_user_text(messages)
+    if path.endswith("/chat/completions"):
+        return Reply(body=openai_reply(text))
+    if path.endswith("/messages"):
+        return Reply(body=anthropic_reply({"type": "text", "text": text}))
+    return Reply(status=404, body={"error": {"message": f"no route {path}"}})
+
+
+# --- the server -------------------------------------------------------------------------
+
+
+class FakeServer:
+    """A ``ThreadingHTTPServer`` on an ephemeral loopback port, in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        # a short poll interval: shutdown() waits up to one interval (0.5 s by default)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def reply(self, *replies: Reply) -> None:
+        """Queue ``replies``; each request takes the next one."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    def start(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_reply(self, path: str, body: bytes) -> Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        return default_reply(path, request)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.0: one request per connection, so a cut-off body ends with a close.
+            protocol_version = "HTTP/1.0"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.requests.append(RecordedRequest("POST", self.path, headers, body))
+                reply = server._next_reply(self.path, body)
+                if reply.hang and server._stopping.wait(reply.hang):
+                    return
+                payload = reply.encoded()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", JSON_TYPE)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(reply.content_length or len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and left; nothing to tell it
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep test output clean
+
+        return Handler
+
+
+# --- seams ------------------------------------------------------------------------------
+
+
+class FakeClock:
+    """A monotonic clock and a ``sleep`` that records each wait and advances the clock."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

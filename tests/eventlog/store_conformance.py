@@ -1,0 +1,657 @@
+"""The event store's contract, written once and run by every backend.
+
+A backend's test module subclasses :class:`StoreConformance` and overrides the
+``make_store`` fixture with a factory that opens *its* store (on real storage, never
+a mock). Calling the factory twice must return two handles on the *same* data, so
+the suite can check what survives a reopen::
+
+    class TestSQLiteStore(StoreConformance):
+        @pytest.fixture
+        def make_store(self, tmp_path: Path) -> StoreFactory:
+            return lambda **kw: SQLiteStore(tmp_path / "s.sqlite", **kw)
+
+The suite talks to the store only through ``append_batch`` and the readers; the
+writer actor is tested on its own in ``test_writer.py``.
+"""
+
+# The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eventlog.artifacts import ArtifactFiles
+from eventlog.blocks import ArtifactRefBlock, JsonBlock, TextBlock
+from eventlog.codec import encode
+from eventlog.errors import ClewError, InvalidSessionId, StoreError, UnknownSession
+from eventlog.events import (
+    ActiveNodeSwitched,
+    AgentCreated,
+    AgentStatusChanged,
+    ArtifactCreated,
+    Event,
+    Node,
+    NodeAppended,
+    RunEnded,
+    RunStarted,
+    SessionArchived,
+    SessionCreated,
+    TodoUpdated,
+    ToolFailed,
+    Usage,
+)
+from eventlog.records import (
+    AgentRow,
+    AppendRequest,
+    ArtifactRow,
+    NodeRow,
+    RunRow,
+    SessionRow,
+    StoredEvent,
+)
+from tests.strategies import events
+
+SID = "sess_20260101_000000_a1b2"
+OTHER = "sess_20260101_000001_c3d4"
+BAD_SESSION_IDS: list[Any] = ["../x", "a;DROP TABLE sessions", "", "x" * 300, None, 7]
+
+
+class Store(Protocol):
+    """What the suite needs from a backend."""
+
+    artifacts: ArtifactFiles
+
+    def append_batch(
+        self, requests: Sequence[AppendRequest]
+    ) -> list[list[StoredEvent] | ClewError]: ...
+    def read_events(
+        self, session_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]: ...
+    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
+    def read_node(self, session_id: str, node_id: str) -> NodeRow | None: ...
+    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]: ...
+    def read_nodes(self, session_id: str) -> list[NodeRow]: ...
+    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]: ...
+    def read_session(self, session_id: str) -> SessionRow: ...
+    def list_sessions(self) -> list[SessionRow]: ...
+    def read_agents(self, session_id: str) -> list[AgentRow]: ...
+    def read_runs(self, session_id: str) -> list[RunRow]: ...
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]: ...
+    def close(self) -> None: ...
+
+
+#: ``make_store(**options)``: a new handle on the test's store (options: artifact_threshold).
+StoreFactory = Callable[..., Store]
+
+_clock = itertools.count(1)
+
+
+def at() -> str:
+    """Return a fresh, increasing timestamp (the store never reads the clock itself)."""
+    return f"2026-01-01T00:00:00.{next(_clock):06d}+00:00"
+
+
+def req(
+    event: Event,
+    sid: str = SID,
+    *,
+    run_id: str | None = None,
+    agent_id: str | None = "a1",
+    created_at: str | None = None,
+) -> AppendRequest:
+    return AppendRequest(
+        session_id=sid,
+        event=event,
+        created_at=created_at or at(),
+        agent_id=agent_id,
+        run_id=run_id,
+    )
+
+
+def created(sid: str = SID) -> AppendRequest:
+    return req(SessionCreated(session_id=sid, cwd="/work", root_agent_id="a1"), sid)
+
+
+def node(
+    node_id: str,
+    parent_id: str | None = None,
+    *,
+    text: str = "hi",
+    role: Any = "user",
+    run_id: str | None = None,
+) -> Node:
+    return Node(
+        node_id=node_id,
+        parent_id=parent_id,
+        agent_id="a1",
+        run_id=run_id,
+        role=role,
+        content=[TextBlock(text=text)],
+    )
+
+
+def appended(n: Node, *, activate: bool = True, sid: str = SID) -> AppendRequest:
+    return req(NodeAppended(node=n, activate=activate), sid, run_id=n.run_id)
+
+
+def todo(note: str, *, run_id: str | None = None, sid: str = SID) -> AppendRequest:
+    return req(TodoUpdated(todo_id="t1", status="running", note=note), sid, run_id=run_id)
+
+
+def append(store: Store, *requests: AppendRequest) -> list[StoredEvent]:
+    """Append ``requests`` in one batch; raise the first error; return every stored event."""
+    out: list[StoredEvent] = []
+    for result in store.append_batch(requests):
+        if isinstance(result, ClewError):
+            raise result
+        out.extend(result)
+    return out
+
+
+class StoreConformance:
+    """The event store contract. Subclass and override :meth:`make_store`."""
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> StoreFactory:
+        """Return a factory of handles on one fresh store under ``tmp_path``."""
+        raise NotImplementedError("a backend's test class must override make_store")
+
+    @pytest.fixture
+    def store(self, make_store: StoreFactory) -> Iterator[Store]:
+        s = make_store()
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def session(self, store: Store) -> Store:
+        append(store, created())
+        return store
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def test_a_new_store_lists_no_sessions(self, store: Store) -> None:
+        assert [] == store.list_sessions()
+
+    def test_session_created_writes_the_session_row_and_its_first_event(
+        self, store: Store
+    ) -> None:
+        request = created()
+        [stored] = append(store, request)
+        expected_row = SessionRow(
+            session_id=SID,
+            cwd="/work",
+            root_agent_id="a1",
+            active_node_id=None,
+            parent_session_id=None,
+            status="active",
+            metadata={},
+            created_at=request.created_at,
+            updated_at=request.created_at,
+        )
+        assert expected_row == store.read_session(SID)
+        assert [expected_row] == store.list_sessions()
+        expected_event = StoredEvent(
+            event_id=f"{SID}#s1",
+            seq=1,
+            run_seq=None,
+            agent_id="a1",
+            run_id=None,
+            level="info",
+            event_type="session_created",
+            node_id=None,
+            tool_call_id=None,
+            created_at=request.created_at,
+            event=request.event,
+        )
+        assert expected_event == stored
+        assert [expected_event] == store.read_events(SID)
+
+    def test_sessions_are_listed_oldest_first(self, store: Store) -> None:
+        append(store, created(OTHER))
+        append(store, created(SID))
+        assert [OTHER, SID] == [s.session_id for s in store.list_sessions()]
+
+    def test_session_archived_sets_the_status(self, session: Store) -> None:
+        append(session, req(SessionArchived(reason="done")))
+        assert "archived" == session.read_session(SID).status
+
+    def test_updated_at_is_the_created_at_of_the_sessions_last_event(
+        self, session: Store
+    ) -> None:
+        last = todo("x")
+        append(session, todo("w"), last)
+        assert last.created_at == session.read_session(SID).updated_at
+
+    def test_two_sessions_keep_separate_timelines(self, session: Store) -> None:
+        append(session, created(OTHER), todo("a"), todo("b", sid=OTHER), todo("c"))
+        assert [1, 2, 3] == [e.seq for e in session.read_events(SID)]
+        assert [1, 2] == [e.seq for e in session.read_events(OTHER)]
+
+    # --- the timeline -----------------------------------------------------------------------
+
+    def test_seq_is_gapless_across_single_appends_and_batches(self, session: Store) -> None:
+        append(session, todo("1"))
+        append(session, *(todo(str(i)) for i in range(50)))
+        append(session, todo("last"))
+        assert list(range(1, 54)) == [e.seq for e in session.read_events(SID)]
+
+    def test_the_events_read_back_are_the_events_stored(self, session: Store) -> None:
+        stored = append(session, todo("a", run_id="r1"), todo("b"))
+        assert stored == session.read_events(SID)[1:]
+
+    def test_read_events_returns_what_follows_a_seq_up_to_a_limit(self, session: Store) -> None:
+        append(session, *(todo(str(i)) for i in range(9)))
+        assert [4, 5, 6] == [e.seq for e in session.read_events(SID, after_seq=3, limit=3)]
+        assert [9, 10] == [e.seq for e in session.read_events(SID, after_seq=8)]
+        assert [] == session.read_events(SID, after_seq=10)
+
+    def test_run_seq_counts_each_run_separately_in_append_order(self, session: Store) -> None:
+        stored = append(
+            session,
+            todo("r1-1", run_id="r1"),
+            todo("r2-1", run_id="r2"),
+            todo("none"),
+            todo("r1-2", run_id="r1"),
+            todo("r2-2", run_id="r2"),
+            todo("r1-3", run_id="r1"),
+        )
+        actual = [(e.event_id, e.seq, e.run_seq) for e in stored]
+        expected = [
+            ("r1#1", 2, 1),
+            ("r2#1", 3, 1),
+            (f"{SID}#s4", 4, None),
+            ("r1#2", 5, 2),
+            ("r2#2", 6, 2),
+            ("r1#3", 7, 3),
+        ]
+        assert expected == actual
+
+    def test_read_run_returns_one_runs_events_in_run_seq_order(self, session: Store) -> None:
+        append(session, *(todo(f"{r}-{i}", run_id=r) for i in range(3) for r in ("r1", "r2")))
+        actual = [(e.run_seq, e.event.note) for e in session.read_run(SID, "r2")]  # type: ignore[union-attr]
+        assert [(1, "r2-0"), (2, "r2-1"), (3, "r2-2")] == actual
+        assert [] == session.read_run(SID, "nope")
+
+    def test_level_and_tool_call_id_are_taken_from_the_event(self, session: Store) -> None:
+        [stored] = append(
+            session,
+            req(ToolFailed(tool_call_id="c1", tool_name="sh", error_type="E", message="m")),
+        )
+        assert ("warning", "tool_failed", "c1") == (
+            stored.level,
+            stored.event_type,
+            stored.tool_call_id,
+        )
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(batch=st.lists(events(), min_size=1, max_size=8))
+    def test_any_event_without_a_materialised_row_reads_back_equal(
+        self, store: Store, batch: list[Event]
+    ) -> None:
+        # One store for every example: each example gets a fresh session.
+        sid = f"sess_h{next(_clock)}"
+        append(store, created(sid))
+        plain = [
+            e
+            for e in batch
+            if not isinstance(
+                e, SessionCreated | NodeAppended | AgentCreated | RunStarted | ArtifactCreated
+            )
+        ]
+        requests = [req(e, sid, run_id="r1" if i % 2 else None) for i, e in enumerate(plain)]
+        append(store, *requests)
+        assert plain == [e.event for e in store.read_events(sid, after_seq=1)]
+
+    # --- nodes ------------------------------------------------------------------------------
+
+    def test_a_node_and_its_event_are_stored_together(self, session: Store) -> None:
+        request = appended(node("n1", run_id="r1"))
+        [stored] = append(session, request)
+        assert ("r1#1", "node_appended", "n1") == (
+            stored.event_id, stored.event_type, stored.node_id,
+        )
+        expected = NodeRow(
+            node_id="n1",
+            node_seq=1,
+            parent_id=None,
+            agent_id="a1",
+            run_id="r1",
+            role="user",
+            node_type="message",
+            content=[TextBlock(text="hi")],
+            metadata={},
+            token_count=None,
+            created_at=request.created_at,
+        )
+        assert expected == session.read_node(SID, "n1")
+
+    def test_node_seq_is_gapless_in_creation_order_apart_from_seq(self, session: Store) -> None:
+        append(session, appended(node("n1")), todo("x"), appended(node("n2", "n1")))
+        append(session, appended(node("n3", "n1")))
+        assert [("n1", 1), ("n2", 2), ("n3", 3)] == [
+            (n.node_id, n.node_seq) for n in session.read_nodes(SID)
+        ]
+
+    def test_read_node_of_a_missing_node_is_none(self, session: Store) -> None:
+        assert session.read_node(SID, "nope") is None
+
+    def test_read_children_returns_the_children_in_node_seq_order(self, session: Store) -> None:
+        append(
+            session,
+            appended(node("root")),
+            appended(node("b", "root")),
+            appended(node("a", "root")),
+            appended(node("deep", "a")),
+        )
+        assert ["b", "a"] == [n.node_id for n in session.read_children(SID, "root")]
+        assert [] == session.read_children(SID, "deep")
+
+    def test_node_appended_with_activate_moves_the_active_node(self, session: Store) -> None:
+        append(session, appended(node("n1")), appended(node("n2", "n1"), activate=False))
+        assert "n1" == session.read_session(SID).active_node_id
+
+    def test_active_node_switched_moves_the_active_node(self, session: Store) -> None:
+        append(session, appended(node("n1")), appended(node("n2", "n1")))
+        [stored] = append(session, req(ActiveNodeSwitched(from_node_id="n2", to_node_id="n1")))
+        assert "n1" == stored.node_id
+        assert "n1" == session.read_session(SID).active_node_id
+
+    def test_the_active_path_runs_from_the_root_to_the_active_node_without_siblings(
+        self, session: Store
+    ) -> None:
+        append(
+            session,
+            appended(node("u1")),
+            appended(node("a1", "u1", role="assistant")),
+            appended(node("u2", "a1")),
+            appended(node("u2b", "a1")),  # a sibling branch, now active
+            appended(node("a2b", "u2b", role="assistant")),
+        )
+        assert ["u1", "a1", "u2b", "a2b"] == [n.node_id for n in session.read_active_path(SID)]
+        append(session, req(ActiveNodeSwitched(from_node_id="a2b", to_node_id="u2")))
+        assert ["u1", "a1", "u2"] == [n.node_id for n in session.read_active_path(SID)]
+        assert ["u1", "a1"] == [n.node_id for n in session.read_active_path(SID, "a1")]
+
+    def test_the_active_path_of_a_session_without_nodes_is_empty(self, session: Store) -> None:
+        assert [] == session.read_active_path(SID)
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(moves=st.lists(st.tuples(st.booleans(), st.integers(min_value=0)), max_size=25))
+    def test_the_node_tree_matches_a_simple_model_after_any_appends_and_switches(
+        self, store: Store, moves: list[tuple[bool, int]]
+    ) -> None:
+        sid = f"sess_m{next(_clock)}"
+        append(store, created(sid))
+        parents: dict[str, str | None] = {}
+        active: str | None = None
+        for i, (is_switch, pick) in enumerate(moves):
+            if is_switch and parents:
+                target = sorted(parents)[pick % len(parents)]
+                append(store, req(ActiveNodeSwitched(from_node_id=active, to_node_id=target), sid))
+                active = target
+            else:
+                nid = f"n{i}"
+                parents[nid] = active
+                append(store, appended(node(nid, active), sid=sid))
+                active = nid
+        expected_path: list[str] = []
+        cursor = active
+        while cursor is not None:
+            expected_path.insert(0, cursor)
+            cursor = parents[cursor]
+        assert expected_path == [n.node_id for n in store.read_active_path(sid)]
+        assert active == store.read_session(sid).active_node_id
+        assert parents == {n.node_id: n.parent_id for n in store.read_nodes(sid)}
+
+    # --- agents, runs, artifacts -------------------------------------------------------------
+
+    def test_agent_created_and_status_changes_are_materialised(self, session: Store) -> None:
+        first = req(AgentCreated(agent_id="a2", agent_type="sub", parent_agent_id="a1",
+                                 created_by_run_id="r1", role="coder", purpose="worker"))
+        append(session, first)
+        [agent] = session.read_agents(SID)
+        assert ("a2", "sub", "idle", "a1", "r1") == (
+            agent.agent_id, agent.agent_type, agent.status, agent.parent_agent_id,
+            agent.created_by_run_id,
+        )
+        assert {"role": "coder", "purpose": "worker"} == agent.metadata
+        last = req(AgentStatusChanged(agent_id="a2", status="completed", result={"ok": True}))
+        append(session, req(AgentStatusChanged(agent_id="a2", status="running")), last)
+        [agent] = session.read_agents(SID)
+        assert ("completed", {"ok": True}, first.created_at, last.created_at) == (
+            agent.status, agent.result, agent.created_at, agent.updated_at,
+        )
+
+    def test_run_started_and_run_ended_are_materialised(self, session: Store) -> None:
+        append(session, req(RunStarted(run_id="r1", agent_id="a1", phase="route",
+                                       start_node_id="n1"), run_id="r1"))
+        [run] = session.read_runs(SID)
+        assert ("r1", "a1", "running", "n1", None) == (
+            run.run_id, run.agent_id, run.status, run.start_node_id, run.end_reason,
+        )
+        assert "route" == run.metadata["phase"]
+        ended = RunEnded(run_id="r1", status="failed", end_reason="max_turns", end_node_id="n9",
+                         turn_count=4, usage=Usage(input_tokens=7), error={"why": "x"})
+        append(session, req(ended, run_id="r1"))
+        [run] = session.read_runs(SID)
+        assert ("failed", "max_turns", "n9", 4, {"why": "x"}) == (
+            run.status, run.end_reason, run.end_node_id, run.turn_count, run.error,
+        )
+        assert msgspec.to_builtins(Usage(input_tokens=7)) == run.usage
+
+    def test_artifact_created_is_materialised(self, session: Store) -> None:
+        event = ArtifactCreated(artifact_id="art_1", path=f"{SID}/x.json", filename="x.json",
+                                size_bytes=3, sha256="ab", summary="s", tool_call_id="c1")
+        append(session, req(event, run_id="r1"))
+        [row] = session.read_artifacts(SID)
+        assert ("art_1", SID, "r1", "c1", f"{SID}/x.json", 3, "s") == (
+            row.artifact_id, row.session_id, row.run_id, row.tool_call_id, row.path,
+            row.size_bytes, row.summary,
+        )
+
+    def test_materialised_rows_belong_to_their_session_only(self, session: Store) -> None:
+        append(session, created(OTHER),
+               req(AgentCreated(agent_id="a9", agent_type="main"), OTHER))
+        assert [] == session.read_agents(SID)
+        assert ["a9"] == [a.agent_id for a in session.read_agents(OTHER)]
+
+    # --- oversize JSON --------------------------------------------------------------------
+
+    def test_an_oversize_json_block_becomes_a_fsynced_artifact_file_and_a_ref(
+        self, make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = make_store(artifact_threshold=1024)
+        append(store, created())
+        synced: list[str] = []
+        real_fsync = os.fsync
+
+        def spy(fd: int) -> None:
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", spy)
+        big = {"rows": ["x" * 100] * 40}
+        small = {"k": "v"}
+        n = Node(node_id="n1", parent_id=None, agent_id="a1", role="tool",
+                 content=[JsonBlock(data=big, summary="forty rows"), JsonBlock(data=small)])
+        art, stored = append(store, appended(n))
+        monkeypatch.undo()
+
+        assert ("artifact_created", "node_appended") == (art.event_type, stored.event_type)
+        assert art.seq + 1 == stored.seq
+        assert isinstance(art.event, ArtifactCreated)
+        data = encode(big)
+        assert data == store.artifacts.read(art.event.path)
+        assert (len(data), "forty rows", "n1") == (
+            art.event.size_bytes, art.event.summary, art.event.node_id,
+        )
+        expected_content = [
+            ArtifactRefBlock(artifact_id=art.event.artifact_id, summary="forty rows"),
+            JsonBlock(data=small),
+        ]
+        stored_node = store.read_node(SID, "n1")
+        assert stored_node is not None
+        assert expected_content == stored_node.content
+        assert expected_content == stored.event.node.content  # type: ignore[union-attr]
+        [row] = store.read_artifacts(SID)
+        assert (art.event.artifact_id, art.event.path, len(data), "n1") == (
+            row.artifact_id, row.path, row.size_bytes, row.node_id,
+        )
+        # The bytes are fsynced (under the final name or a temporary one renamed onto it)
+        # and so is the directory entry — all before append_batch returned.
+        final = (store.artifacts.root / art.event.path).resolve()
+        assert any(
+            Path(p).parent == final.parent and Path(p).name.startswith(art.event.sha256)
+            for p in synced
+        )
+        assert str(final.parent) in synced
+        store.close()
+
+    def test_a_json_block_at_the_threshold_stays_inline(self, make_store: StoreFactory) -> None:
+        data = {"k": "x" * 100}
+        store = make_store(artifact_threshold=len(encode(data)))
+        append(store, created())
+        n = Node(node_id="n1", parent_id=None, agent_id="a1", role="tool",
+                 content=[JsonBlock(data=data)])
+        [stored] = append(store, appended(n))
+        assert [JsonBlock(data=data)] == stored.event.node.content  # type: ignore[union-attr]
+        assert [] == store.read_artifacts(SID)
+        store.close()
+
+    # --- errors and isolation ---------------------------------------------------------------
+
+    def test_appending_to_an_unknown_session_raises_unknown_session(self, store: Store) -> None:
+        with pytest.raises(UnknownSession):
+            append(store, todo("x"))
+
+    @pytest.mark.parametrize(
+        "read",
+        [
+            lambda s: s.read_events(SID),
+            lambda s: s.read_run(SID, "r1"),
+            lambda s: s.read_node(SID, "n1"),
+            lambda s: s.read_children(SID, "n1"),
+            lambda s: s.read_nodes(SID),
+            lambda s: s.read_active_path(SID),
+            lambda s: s.read_session(SID),
+            lambda s: s.read_agents(SID),
+            lambda s: s.read_runs(SID),
+            lambda s: s.read_artifacts(SID),
+        ],
+    )
+    def test_every_reader_raises_unknown_session_for_a_missing_session(
+        self, store: Store, read: Callable[[Store], object]
+    ) -> None:
+        with pytest.raises(UnknownSession):
+            read(store)
+
+    @pytest.mark.parametrize("bad", BAD_SESSION_IDS, ids=lambda v: repr(v)[:24])
+    def test_an_invalid_session_id_is_refused_everywhere_and_changes_nothing(
+        self, session: Store, bad: Any
+    ) -> None:
+        before = (session.list_sessions(), session.read_events(SID))
+        readers: list[Callable[[], object]] = [
+            lambda: session.read_events(bad),
+            lambda: session.read_run(bad, "r1"),
+            lambda: session.read_node(bad, "n1"),
+            lambda: session.read_children(bad, "n1"),
+            lambda: session.read_nodes(bad),
+            lambda: session.read_active_path(bad),
+            lambda: session.read_session(bad),
+            lambda: session.read_agents(bad),
+            lambda: session.read_runs(bad),
+            lambda: session.read_artifacts(bad),
+        ]
+        for read in readers:
+            with pytest.raises(InvalidSessionId):
+                read()
+        bad_created = AppendRequest(
+            session_id=bad,
+            event=SessionCreated(session_id=bad, cwd="/", root_agent_id="a"),  # type: ignore[arg-type]
+            created_at=at(),
+        )
+        for request in (bad_created, AppendRequest(session_id=bad, event=TodoUpdated(
+                todo_id="t", status="ready"), created_at=at())):
+            [result] = session.append_batch([request])
+            assert isinstance(result, InvalidSessionId)
+        assert before == (session.list_sessions(), session.read_events(SID))
+
+    def test_a_failing_request_in_a_batch_is_rolled_back_alone(self, session: Store) -> None:
+        append(session, appended(node("n1")))
+        results = session.append_batch(
+            [
+                todo("ok1", run_id="r1"),
+                todo("lost", sid=OTHER),  # unknown session
+                appended(node("n2", "n1")),
+                appended(node("n1", run_id="r1")),  # duplicate node id
+                todo("ok2", run_id="r1"),
+                appended(node("n3", "n2")),
+            ]
+        )
+        assert [list, UnknownSession, list, StoreError, list, list] == [
+            list if isinstance(r, list) else type(r) for r in results
+        ]
+        timeline = session.read_events(SID)
+        assert list(range(1, 7)) == [e.seq for e in timeline]
+        assert ["r1#1", "r1#2"] == [e.event_id for e in session.read_run(SID, "r1")]
+        assert [("n1", 1), ("n2", 2), ("n3", 3)] == [
+            (n.node_id, n.node_seq) for n in session.read_nodes(SID)
+        ]
+        assert "n3" == session.read_session(SID).active_node_id
+
+    def test_a_second_session_created_fails_without_touching_the_first(
+        self, session: Store
+    ) -> None:
+        append(session, todo("x"))
+        [result] = session.append_batch([created()])
+        assert isinstance(result, StoreError)
+        assert [1, 2] == [e.seq for e in session.read_events(SID)]
+        [stored] = append(session, todo("y"))
+        assert 3 == stored.seq
+
+    def test_session_created_for_another_session_id_is_refused(self, store: Store) -> None:
+        request = req(SessionCreated(session_id=OTHER, cwd="/", root_agent_id="a"), SID)
+        [result] = store.append_batch([request])
+        assert isinstance(result, StoreError)
+        assert [] == store.list_sessions()
+
+    # --- durability across handles ------------------------------------------------------------
+
+    def test_a_reopened_store_reads_the_same_history_and_continues_its_counters(
+        self, make_store: StoreFactory
+    ) -> None:
+        first = make_store()
+        written = append(first, created(), appended(node("n1", run_id="r1")),
+                         todo("a", run_id="r1"))
+        first.close()
+        second = make_store()
+        assert written == second.read_events(SID)
+        [stored] = append(second, appended(node("n2", "n1", run_id="r1")))
+        assert (4, 3, "r1#3") == (stored.seq, stored.run_seq, stored.event_id)
+        assert 2 == second.read_node(SID, "n2").node_seq  # type: ignore[union-attr]
+        second.close()
+
+    def test_a_second_handle_sees_what_the_first_committed(
+        self, store: Store, make_store: StoreFactory
+    ) -> None:
+        append(store, created(), todo("x"))
+        reader = make_store()
+        assert [1, 2] == [e.seq for e in reader.read_events(SID)]
+        reader.close()

@@ -1,0 +1,133 @@
+"""Ids and clocks: session id validation, derived ids, the deterministic clock."""
+
+# The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eventlog.errors import ClewError, InvalidSessionId
+from eventlog.ids import (
+    MAX_SESSION_ID_LEN,
+    SESSION_ID_RE,
+    DerivedIds,
+    ManualClock,
+    SystemClock,
+    seed_for,
+    stable_hash,
+    validate_session_id,
+)
+
+BAD_SESSION_IDS: list[object] = [
+    "../x",
+    "a;DROP TABLE sessions",
+    "",
+    "x" * 300,
+    "sess-1",
+    "sess 1",
+    "sess_1\n",
+    "événement",
+    "a.b",
+    None,
+    42,
+    b"sess_1",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_SESSION_IDS, ids=repr)
+def test_an_invalid_session_id_is_refused_with_invalid_session_id(bad: object) -> None:
+    with pytest.raises(InvalidSessionId):
+        validate_session_id(bad)
+
+
+def test_invalid_session_id_is_a_clew_error_and_a_value_error() -> None:
+    assert issubclass(InvalidSessionId, ClewError)
+    assert issubclass(InvalidSessionId, ValueError)
+
+
+def test_the_refusal_names_the_reason_in_one_sentence() -> None:
+    with pytest.raises(InvalidSessionId, match="only letters, digits and '_' are allowed"):
+        validate_session_id("a;DROP TABLE sessions")
+
+
+@given(st.from_regex(r"[a-zA-Z0-9_]{1,128}", fullmatch=True))
+def test_every_well_formed_session_id_is_returned_unchanged(sid: str) -> None:
+    assert sid == validate_session_id(sid)
+
+
+def test_the_longest_allowed_session_id_passes_and_one_more_char_fails() -> None:
+    assert "a" * MAX_SESSION_ID_LEN == validate_session_id("a" * MAX_SESSION_ID_LEN)
+    with pytest.raises(InvalidSessionId, match="longer than"):
+        validate_session_id("a" * (MAX_SESSION_ID_LEN + 1))
+
+
+def test_a_new_session_id_looks_like_the_seed_example() -> None:
+    sid = DerivedIds(suffix="a1b2").new_session_id("2026-06-12T15:30:22.000001+00:00")
+    assert "sess_20260612_153022_a1b2" == sid
+
+
+def test_a_generated_session_id_is_always_valid() -> None:
+    ids = DerivedIds()
+    now = SystemClock().now()
+    for _ in range(50):
+        sid = ids.new_session_id(now)
+        assert SESSION_ID_RE.match(sid)
+        assert sid == validate_session_id(sid)
+
+
+def test_derived_ids_count_per_scope_and_kind() -> None:
+    ids = DerivedIds()
+    actual = [
+        ids.next_id("s:a1", "r"),
+        ids.next_id("s:a1", "r"),
+        ids.next_id("s:a1", "n"),
+        ids.next_id("s:a2", "r"),
+    ]
+    assert ["s:a1:r1", "s:a1:r2", "s:a1:n1", "s:a2:r1"] == actual
+
+
+def test_two_id_sources_fed_the_same_calls_give_the_same_ids() -> None:
+    calls = [("a", "n"), ("b", "n"), ("a", "n"), ("a", "r"), ("b", "n")]
+    first, second = DerivedIds(), DerivedIds()
+    assert [first.next_id(*c) for c in calls] == [second.next_id(*c) for c in calls]
+
+
+def test_derived_ids_stay_unique_under_concurrent_scopes() -> None:
+    ids = DerivedIds()
+    out: list[list[str]] = [[] for _ in range(4)]
+
+    def work(i: int) -> None:
+        out[i].extend(ids.next_id("shared", "n") for _ in range(1000))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [x for chunk in out for x in chunk]
+    assert 4000 == len(set(every))
+
+
+def test_the_manual_clock_ticks_a_fixed_step_per_call() -> None:
+    clock = ManualClock(start="2026-01-01T00:00:00+00:00", step_us=1000)
+    assert ["2026-01-01T00:00:00.001000+00:00", "2026-01-01T00:00:00.002000+00:00"] == [
+        clock.now(),
+        clock.now(),
+    ]
+
+
+def test_the_system_clock_returns_utc_iso_with_microseconds() -> None:
+    t = dt.datetime.fromisoformat(SystemClock().now())
+    assert dt.timedelta(0) == t.utcoffset()
+
+
+def test_stable_hash_and_seed_are_deterministic() -> None:
+    assert stable_hash(b"abc") == stable_hash(b"abc")
+    assert 16 == len(stable_hash(b"abc"))
+    assert seed_for("s:a1:r1") == seed_for("s:a1:r1")
+    assert seed_for("s:a1:r1") != seed_for("s:a1:r2")
