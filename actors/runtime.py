@@ -23,8 +23,10 @@ from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
 from actors.replay import ReplayReport, build_report
 from actors.task_manager import TaskManagerHandle
 from actors.tools import Tool, ToolRegistry, spec_of
+from projections.references import expand_references
+from projections.tree import NodeTree, check_switch_target
 from eventlog.errors import ClewError, ModelError, ReplayDivergence
-from eventlog.events import RunStarted, SessionCreated
+from eventlog.events import ActiveNodeSwitched, RunStarted, SessionCreated
 from eventlog.ids import Clock, DerivedIds, IdSource, SystemClock, validate_session_id
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite_store import Durability, SQLiteStore
@@ -297,6 +299,33 @@ class Runtime:
             active_node_id=row.active_node_id,
         )
 
+    def switch_node(self, session_id: str, node_id: str) -> str | None:
+        """Move the session's active node to ``node_id``; return the previous one.
+
+        Any existing node may become active (seed rule); the next run's user message
+        then starts a new branch there. Nothing is deleted.
+
+        Raises:
+            UnknownNode: no such node in the session.
+            SessionBusy: a live process owns the session.
+        """
+        sid = validate_session_id(session_id)
+        row = self.store.read_session(sid)
+        self.lock(sid)
+        try:
+            tree = NodeTree.from_rows(self.store.read_nodes(sid), row.active_node_id)
+            check_switch_target(tree, node_id)
+            self.writer.append(
+                AppendRequest(
+                    session_id=sid,
+                    event=ActiveNodeSwitched(from_node_id=row.active_node_id, to_node_id=node_id),
+                    created_at=self.clock.now(),
+                )
+            )
+        finally:
+            self.unlock(sid)
+        return row.active_node_id
+
     def task_manager(self, session_id: str) -> TaskManagerHandle:
         """Return the session's task manager actor (one per session, started lazily)."""
         tm = self._task_managers.get(session_id)
@@ -528,6 +557,9 @@ class Session:
         if not prompt.strip():
             raise ClewError("the prompt is empty")
         settings = settings or rt.settings
+        # @path / @@session markers are expanded here, once; the *expanded* text is the
+        # run's recorded input, so a replay never reads a file or another session again.
+        expanded = expand_references(prompt, rt.project_dir, rt.store.read_events)
         models = model_chains(model)
         registry = ToolRegistry(tools)
         rt.lock(self.id)
@@ -543,6 +575,8 @@ class Session:
                 )
             inputs: dict[str, Any] = {
                 "create_agent": n == 1,
+                "raw_prompt": prompt,
+                "references": [msgspec.to_builtins(r) for r in expanded.references],
                 "models": {role: [m.name for m in chain] for role, chain in models.items()},
                 "tools": [
                     {**msgspec.to_builtins(spec_of(t)), "idempotent": t.idempotent}
@@ -557,7 +591,7 @@ class Session:
                 rt.task_manager(self.id),
                 RunRequest(
                     run_id=f"{brain}:r{n}",
-                    prompt=prompt,
+                    prompt=expanded.prompt,
                     parent_node_id=row.active_node_id,
                     inputs=inputs,
                 ),
