@@ -241,15 +241,8 @@ class _MainRun:
 
     def execute(self) -> RunOutcome:
         env, rec, req = self.env, self.rec, self.req
-        if req.inputs.get("create_agent"):
-            rec.emit(
-                AgentCreated(
-                    agent_id=self.agent_id,
-                    agent_type="orchestrator",
-                    role="brain",
-                    purpose="orchestrate",
-                )
-            )
+        # run_started comes first: once it is committed the run is resumable, so a
+        # crash can never leave a half-created Brain agent without its run.
         rec.emit(
             RunStarted(
                 run_id=req.run_id,
@@ -260,6 +253,15 @@ class _MainRun:
                 metadata={"prompt": req.prompt, **req.inputs},
             )
         )
+        if req.inputs.get("create_agent"):
+            rec.emit(
+                AgentCreated(
+                    agent_id=self.agent_id,
+                    agent_type="orchestrator",
+                    role="brain",
+                    purpose="orchestrate",
+                )
+            )
         rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="running"))
         history = (
             build_context(env.store.read_active_path(env.session_id, req.parent_node_id))

@@ -1,0 +1,143 @@
+"""Replay reports and the resume rules, checked on real demo sessions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import actors.worker
+from actors.demo import DEMO_PROMPT, demo_model, demo_tools
+from actors.runtime import NothingToResume, Runtime
+from eventlog.errors import InvalidSessionId, UnknownSession
+from eventlog.events import InDoubtResolved, ModelRequested, ToolCallStarted
+from eventlog.ids import ManualClock
+
+CHILD = Path(__file__).with_name("_crash_demo.py")
+
+
+def _demo_session(tmp_path: Path, workers: int = 3) -> tuple[Runtime, str]:
+    rt = Runtime(tmp_path / "home", tmp_path / "proj", clock=ManualClock())
+    session = rt.new_session()
+    out = session.run(DEMO_PROMPT, model=demo_model(workers), tools=demo_tools(tmp_path / "proj"))
+    assert "completed" == out.status
+    return rt, session.id
+
+
+def test_a_recorded_demo_session_replays_identically_and_writes_nothing(tmp_path: Path) -> None:
+    rt, sid = _demo_session(tmp_path)
+    try:
+        before = rt.store.count_events(sid)
+        report = rt.replay(sid)
+        assert report.identical, report.summary()
+        assert before == report.events + 1  # every run event; session_created is not in a run
+        assert 5 == report.runs
+        assert before == rt.store.count_events(sid)
+    finally:
+        rt.close()
+
+
+def test_a_changed_prompt_template_diverges_at_each_workers_first_model_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt, sid = _demo_session(tmp_path)
+    try:
+        monkeypatch.setattr(actors.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+        report = rt.replay(sid)
+        assert not report.identical
+        diverged = {d.run_id.rsplit("/", 1)[1]: d for d in report.divergences}
+        assert ["review:r1", "w1:r1", "w2:r1", "w3:r1"] == sorted(diverged)
+        for d in diverged.values():
+            assert ("model_requested", "model_requested") == (d.expected_type, d.actual_type)
+            assert ["request_hash"] == [f.path for f in d.diff]
+        first_request = {
+            e.run_id: e.run_seq
+            for e in reversed(rt.store.read_events(sid))
+            if isinstance(e.event, ModelRequested)
+        }
+        assert all(first_request[d.run_id] == d.run_seq for d in report.divergences)
+        # the Brain's own run still reproduces: it goes on with the recorded results
+        assert f"{sid}:brain:r1" not in {d.run_id for d in report.divergences}
+    finally:
+        rt.close()
+
+
+def test_replay_refuses_an_invalid_or_unknown_session_id(tmp_path: Path) -> None:
+    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
+        with pytest.raises(InvalidSessionId):
+            rt.replay("../x")
+        with pytest.raises(UnknownSession):
+            rt.replay("sess_nope")
+
+
+def test_resume_of_a_completed_session_is_refused(tmp_path: Path) -> None:
+    rt, sid = _demo_session(tmp_path)
+    try:
+        with pytest.raises(NothingToResume):
+            rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
+    finally:
+        rt.close()
+
+
+def _kill_at(tmp_path: Path, env: dict[str, str]) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CLEW_FAULT")} | env
+    p = subprocess.run(
+        [sys.executable, str(CHILD), str(tmp_path / "home"), str(tmp_path / "proj"), "run", "3"],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert -9 == p.returncode, p.stderr[-2000:]
+    return p.stdout.split()[0]
+
+
+def _first_index(tmp_path: Path, predicate: object) -> int:
+    """The global seq of the first event matching ``predicate`` in an uninterrupted run."""
+    rt, sid = _demo_session(tmp_path / "ref")
+    try:
+        return next(e.seq for e in rt.store.read_events(sid) if predicate(e.event))  # type: ignore[operator]
+    finally:
+        rt.close()
+
+
+def test_a_requested_but_unanswered_model_call_is_sent_again_with_the_next_attempt(
+    tmp_path: Path,
+) -> None:
+    k = _first_index(tmp_path, lambda e: isinstance(e, ModelRequested))
+    sid = _kill_at(tmp_path, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)})
+    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
+        assert [f"{sid}:brain:r1"] == rt.interrupted_runs(sid)
+        rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
+        requests = [
+            e.event.attempt
+            for e in rt.store.read_run(sid, f"{sid}:brain:r1")
+            if isinstance(e.event, ModelRequested) and e.event.call_index == 1
+        ]
+        assert [1, 2] == requests
+        assert rt.replay(sid).identical
+
+
+@pytest.mark.parametrize(("tool", "decision"), [("lookup", "retry"), ("save_note", "fail")])
+def test_an_in_doubt_tool_call_is_rerun_only_when_idempotent(
+    tmp_path: Path, tool: str, decision: str
+) -> None:
+    # lookup is each worker's first tool, save_note its second: kill before the first
+    # save_note (tool 2) or the first lookup (tool 1).
+    nth = 1 if tool == "lookup" else 2
+    sid = _kill_at(tmp_path, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(nth)})
+    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
+        before = [
+            e.event for e in rt.store.read_events(sid) if isinstance(e.event, ToolCallStarted)
+        ]
+        assert tool == before[-1].tool_name
+        out = rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
+        assert "completed" == out.status
+        resolved = [
+            e.event for e in rt.store.read_events(sid) if isinstance(e.event, InDoubtResolved)
+        ]
+        assert [(tool, decision)] == [(r.tool_name, r.decision) for r in resolved]
+        assert rt.replay(sid).identical
