@@ -11,13 +11,13 @@ from typing import Any, Literal
 import msgspec
 
 
-class TextBlock(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="text"):
+class TextBlock(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="text"):
     """Plain text."""
 
     text: str
 
 
-class JsonBlock(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="json"):
+class JsonBlock(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="json"):
     """A JSON value. Over the store's threshold it is turned into an artifact."""
 
     data: Any
@@ -25,7 +25,7 @@ class JsonBlock(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag
 
 
 class ArtifactRefBlock(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="artifact_ref"
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="artifact_ref"
 ):
     """A pointer to an artifact; path/size live in the ``artifacts`` table only."""
 
@@ -34,7 +34,7 @@ class ArtifactRefBlock(
     mime_type: str = "application/json"
 
 
-class ToolCallBlock(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="tool_call"):
+class ToolCallBlock(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="tool_call"):
     """A model's request to call a tool; ``id`` pairs it with its tool_result."""
 
     id: str
@@ -46,7 +46,7 @@ ResultPart = TextBlock | JsonBlock | ArtifactRefBlock
 
 
 class ToolResultBlock(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="tool_result"
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="tool_result"
 ):
     """The outcome of a tool call. A failed tool still produces one, with ``is_error``."""
 
@@ -61,7 +61,7 @@ ContentBlock = TextBlock | JsonBlock | ToolCallBlock | ToolResultBlock | Artifac
 Role = Literal["user", "assistant", "tool", "system"]
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True):
+class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One provider-neutral chat message: a role and its content blocks."""
 
     role: Role

@@ -47,14 +47,14 @@ TodoStatus = Literal["pending", "ready", "running", "completed", "failed", "bloc
 InDoubtDecision = Literal["retry", "fail", "skip"]
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="event_type"):
+class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="event_type"):
     """Base of every event; ``LEVEL`` is the row's ``level`` column."""
 
     LEVEL: ClassVar[Level] = "info"
     schema_version: int = 1
 
 
-class Node(msgspec.Struct, frozen=True, kw_only=True):
+class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A conversation tree node (the row of ``nodes_<sid>`` minus node_seq/created_at)."""
 
     node_id: str
@@ -68,7 +68,7 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     token_count: int | None = None
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Token usage of one model call, normalised across providers."""
 
     input_tokens: int = 0
@@ -77,7 +77,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     cache_write_tokens: int = 0
 
 
-class Todo(msgspec.Struct, frozen=True, kw_only=True):
+class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One checkable item of a routed plan."""
 
     id: str

@@ -16,7 +16,7 @@ ProgressStatus = Literal["pending", "running", "completed", "failed", "blocked",
 WorkerStatus = Literal["completed", "failed", "blocked", "cancelled"]
 
 
-class ContextRef(msgspec.Struct, frozen=True, kw_only=True):
+class ContextRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A pointer to something the receiver may want: file, thread, summary or artifact."""
 
     kind: RefKind
@@ -24,7 +24,7 @@ class ContextRef(msgspec.Struct, frozen=True, kw_only=True):
     label: str | None = None
 
 
-class TaskProgress(msgspec.Struct, frozen=True, kw_only=True):
+class TaskProgress(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Where a task stands."""
 
     status: ProgressStatus = "pending"
@@ -33,7 +33,7 @@ class TaskProgress(msgspec.Struct, frozen=True, kw_only=True):
     note: str = ""
 
 
-class BrainTaskContext(msgspec.Struct, frozen=True, kw_only=True):
+class BrainTaskContext(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The orchestration context of one Brain run (exactly one per run)."""
 
     id: str
@@ -44,7 +44,7 @@ class BrainTaskContext(msgspec.Struct, frozen=True, kw_only=True):
     context_refs: list[ContextRef] = msgspec.field(default_factory=list)
 
 
-class AgentTaskContext(msgspec.Struct, frozen=True, kw_only=True):
+class AgentTaskContext(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The isolated task context of one worker invocation."""
 
     id: str
@@ -56,7 +56,7 @@ class AgentTaskContext(msgspec.Struct, frozen=True, kw_only=True):
     context_refs: list[ContextRef] = msgspec.field(default_factory=list)
 
 
-class HandoffPacket(msgspec.Struct, frozen=True, kw_only=True):
+class HandoffPacket(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Brain → agent: everything a worker is given about its task."""
 
     from_layer: Literal["brain"] = "brain"
@@ -67,7 +67,7 @@ class HandoffPacket(msgspec.Struct, frozen=True, kw_only=True):
     expected_result: str = ""
 
 
-class WorkerResult(msgspec.Struct, frozen=True, kw_only=True):
+class WorkerResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Agent → brain: a worker's findings. Never a transcript."""
 
     from_layer: Literal["agent"] = "agent"

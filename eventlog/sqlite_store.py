@@ -10,6 +10,7 @@ connection); readers use a connection per thread and run concurrently (WAL).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -108,6 +109,23 @@ _MATERIALISED: frozenset[type] = frozenset(
         ArtifactCreated,
     }
 )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while decoding a batch of rows.
+
+    Decoded events cannot form reference cycles, yet each batch allocates ~10⁵
+    containers, and the collector's repeated young-generation passes over them cost
+    about 40% of the read time (bench_replay: 207k → 293k events/s without them).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _tool_call_id(event: Event) -> str | None:
@@ -726,25 +744,26 @@ class SQLiteStore:
             raise UnknownSession(f"unknown session {sid}")
         return sid
 
-    @staticmethod
-    def _event_row(row: tuple[Any, ...]) -> StoredEvent:
-        try:
-            event = decode_event(row[9])
-        except DecodeError as e:
-            raise DecodeError(f"event {row[0]} (seq {row[1]}): {e}") from e
-        return StoredEvent(
-            event_id=row[0],
-            seq=row[1],
-            run_seq=row[2],
-            agent_id=row[3],
-            run_id=row[4],
-            level=row[5],
-            event_type=row[6],
-            node_id=row[7],
-            tool_call_id=row[8],
-            created_at=row[10],
-            event=event,
-        )
+    def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
+        """Run an events query and decode its rows (the hot read path: kept inline)."""
+        with translate_errors("reading"), _gc_paused():
+            cursor = self._reader().execute(sql, params)
+            try:
+                # Field order of StoredEvent: the row's columns minus payload_json, then
+                # the decoded payload. Inline on purpose: ~1.3x faster than a helper call.
+                return [
+                    StoredEvent(a, b, c, d, e, f, g, h, i, k, decode_event(j))
+                    for (a, b, c, d, e, f, g, h, i, j, k) in cursor
+                ]
+            except DecodeError:
+                pass
+        # Slow path, only to name the broken row in the error.
+        for row in self._query(sql, params):
+            try:
+                decode_event(row[9])
+            except DecodeError as err:
+                raise DecodeError(f"event {row[0]} (seq {row[1]}): {err}") from err
+        raise AssertionError("unreachable: a row failed to decode, then decoded")  # pragma: no cover
 
     def read_events(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
@@ -756,25 +775,28 @@ class SQLiteStore:
         if limit is not None:
             sql += " LIMIT ?"
             params = (after_seq, limit)
-        return [self._event_row(r) for r in self._query(sql, params)]
+        return self._events(sql, params)
 
-    def iter_events(self, session_id: str, batch: int = 5000) -> Iterator[StoredEvent]:
-        """Yield the session's events in seq order, reading ``batch`` rows at a time."""
+    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
+        """Yield the session's events in seq order, decoding ``batch`` rows at a time."""
+        sid = self._require(session_id)
+        sql = f"SELECT * FROM events_{sid} WHERE seq > ? ORDER BY seq LIMIT ?"
         after = 0
         while True:
-            chunk = self.read_events(session_id, after_seq=after, limit=batch)
+            chunk = self._events(sql, (after, batch))
             if not chunk:
                 return
             yield from chunk
+            if len(chunk) < batch:
+                return
             after = chunk[-1].seq
 
     def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
         """Return one run's events in run_seq order."""
         sid = self._require(session_id)
-        rows = self._query(
+        return self._events(
             f"SELECT * FROM events_{sid} WHERE run_id = ? ORDER BY run_seq", (run_id,)
         )
-        return [self._event_row(r) for r in rows]
 
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""

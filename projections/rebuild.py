@@ -9,6 +9,7 @@ actual)`` — what ``clew verify`` prints.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from typing import Any, Final, Protocol
 
@@ -100,6 +101,19 @@ def rebuild(
             ``state.tree.problems`` instead.
     """
     state = SessionState(session_id, strict=strict)
+    # The fold allocates a few containers per event and creates no reference cycles;
+    # pausing the cyclic GC for the loop saves ~25% (bench_replay), restored on exit.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _fold_all(state, events)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return state
+
+
+def _fold_all(state: SessionState, events: Iterable[StoredEvent]) -> None:
     # The loop is SessionState.apply inlined: it runs once per event (~0.3 µs saved each).
     tree, boards, usage = state.tree, state.boards, state.usage
     tree_apply, usage_apply = tree.apply, usage.apply
@@ -118,7 +132,6 @@ def rebuild(
         board_apply(stored)
     state.events += n
     state.last_seq = last if n else state.last_seq
-    return state
 
 
 # --- verify ------------------------------------------------------------------------------

@@ -7,6 +7,11 @@ text. Every request is recorded (method, path, headers, body) so tests assert
 the wire mapping itself. Faults: any status and headers, a ``hang`` before
 replying, a ``content_length`` larger than the body (the body is cut off), or
 raw bytes that are not JSON.
+
+For a whole multi-turn session, ``server.answer_with(responder)`` installs a
+function ``(path, request_json) -> Reply`` that answers every request no
+scripted reply is queued for — a fake provider that chooses its reply by
+reading the request (system prompt, last message), as concurrent agents need.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 JSON_TYPE = "application/json"
+
+Responder = Callable[[str, Any], "Reply"]
 TEST_KEY = "sk-test-0123456789abcdef-SECRET"
 
 
@@ -133,6 +141,7 @@ class FakeServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
+        self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -151,6 +160,11 @@ class FakeServer:
         """Queue ``replies``; each request takes the next one."""
         with self._lock:
             self._replies.extend(replies)
+
+    def answer_with(self, responder: Responder | None) -> None:
+        """Answer unscripted requests with ``responder(path, request_json)`` (None: default)."""
+        with self._lock:
+            self._responder = responder
 
     def start(self) -> FakeServer:
         self._thread.start()
@@ -172,10 +186,13 @@ class FakeServer:
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
+            responder = self._responder
         try:
             request = json.loads(body)
         except ValueError:
             request = None
+        if responder is not None:
+            return responder(path, request)
         return default_reply(path, request)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
