@@ -64,6 +64,11 @@ PRIMARY_SYSTEM = (
 )
 
 
+def wal_name_for(run_id: str) -> str:
+    """Return the Task WAL name of a main run (WAL names allow only ``[a-zA-Z0-9_-]``)."""
+    return run_id.replace(":", "_").replace("/", "_")
+
+
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Runtime → Brain: start main run ``run_id``. Its fields are the run's inputs."""
 
@@ -292,9 +297,10 @@ class _MainRun:
             plan = FALLBACK_PLAN
         todos = plan.todos()
         rec.emit(TodoPlanned(todos=todos))
-        board = Board(self.tasks, req.run_id.replace(":", "_").replace("/", "_"))
+        board = Board(self.tasks, wal_name_for(req.run_id))
         board.plan(plan)
-        self.roles = {w.id: w.role for w in plan.workers}
+        # Keyed by context id: that is the task_id a WorkerResult carries.
+        self.roles = {self.context_id(w.id): w.role for w in plan.workers}
 
         # clarification gate: stop before any worker starts
         if plan.clarification.required:

@@ -17,20 +17,20 @@ import msgspec
 import structlog
 
 from actors.agent import ReplayLog, RunSettings, SessionEnv
-from actors.brain import Brain, RunOutcome, RunRequest
+from actors.brain import Brain, RunOutcome, RunRequest, wal_name_for
 from actors.locks import SessionLock
 from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
 from actors.replay import ReplayReport, build_report
 from actors.task_manager import TaskManagerHandle
 from actors.tools import Tool, ToolRegistry, spec_of
-from projections.references import expand_references
-from projections.tree import NodeTree, check_switch_target
 from eventlog.errors import ClewError, ModelError, ReplayDivergence
 from eventlog.events import ActiveNodeSwitched, RunStarted, SessionCreated
 from eventlog.ids import Clock, DerivedIds, IdSource, SystemClock, validate_session_id
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite_store import Durability, SQLiteStore
 from eventlog.writer import CommitHook, Writer
+from projections.references import expand_references
+from projections.tree import NodeTree, check_switch_target
 
 log = structlog.get_logger("clew.runtime")
 
@@ -54,6 +54,19 @@ class FaultPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 def _kill_self() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``resume_ready`` found: the run to finish, the log read, the Task WAL replayed."""
+
+    session_id: str
+    run_id: str
+    events: int
+    runs: int
+    interrupted_runs: list[str]
+    #: The replay report of the run's Task WAL (``truncated_tail`` when a torn line was cut).
+    task_wal: dict[str, Any]
+    recording: dict[str, list[StoredEvent]]
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -469,6 +482,44 @@ class Runtime:
             shutil.rmtree(scratch, ignore_errors=True)
         return build_report(sid, by_run, log_)
 
+    def resume_ready(self, session_id: str) -> ResumePlan:
+        """Do everything a resume needs before re-executing: check, read, replay the WAL.
+
+        Reads the session's log grouped by run, finds the interrupted main run, and
+        replays that run's Task WAL (a torn tail is cut and reported in the plan).
+
+        Raises:
+            NothingToResume: no interrupted run.
+            SessionBusy: a live process owns the session.
+        """
+        sid = validate_session_id(session_id)
+        self.store.read_session(sid)
+        if self.is_owned(sid) and sid not in self._locks:
+            raise SessionBusy(f"session {sid} is in use by another process")
+        interrupted = self.interrupted_runs(sid)
+        brain = f"{sid}:brain"
+        mains = [r.run_id for r in self.store.read_runs(sid) if r.agent_id == brain]
+        pending = [r for r in mains if r in interrupted]
+        if not pending:
+            raise NothingToResume(f"session {sid} has no interrupted run")
+        # Main runs are serial, so only the last one can be interrupted; resuming needs
+        # its events and its workers' — not the whole session's log.
+        run_id = pending[-1]
+        by_run: dict[str, list[StoredEvent]] = {}
+        for ev in self.store.read_runs_under(sid, run_id):
+            if ev.run_id is not None:
+                by_run.setdefault(ev.run_id, []).append(ev)
+        wal = self.task_manager(sid).open(wal_name_for(run_id))
+        return ResumePlan(
+            session_id=sid,
+            run_id=run_id,
+            events=sum(len(v) for v in by_run.values()),
+            runs=len(by_run),
+            interrupted_runs=sorted(interrupted),
+            task_wal=msgspec.to_builtins(wal),
+            recording=by_run,
+        )
+
     def resume(
         self,
         session_id: str,
@@ -476,6 +527,7 @@ class Runtime:
         model: ModelArg,
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
+        plan: ResumePlan | None = None,
     ) -> RunOutcome:
         """Finish the session's interrupted main run: re-execute it to the end of its log,
         then go on live (a recorded model reply is never requested again).
@@ -485,22 +537,13 @@ class Runtime:
             SessionBusy: a live process owns the session.
             ReplayDivergence: today's code does not reproduce the recording.
         """
-        sid = validate_session_id(session_id)
-        self.store.read_session(sid)
-        if self.is_owned(sid) and sid not in self._locks:
-            raise SessionBusy(f"session {sid} is in use by another process")
-        interrupted = set(self.interrupted_runs(sid))
-        by_run, mains = self._recording(sid)
-        pending = [r for r in mains if r in interrupted]
-        if not pending:
-            raise NothingToResume(f"session {sid} has no interrupted run")
-        run_id = pending[-1]
+        plan = plan or self.resume_ready(session_id)
+        sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
         started = _run_started(by_run[run_id])
         prompt, inputs = self._inputs_of(started)
         chosen = settings or msgspec.convert(inputs.get("settings", {}), RunSettings)
         self.lock(sid)
         try:
-            tasks = self.task_manager(sid)
             replay_log = ReplayLog()
             env = self._env(
                 sid,
@@ -513,7 +556,7 @@ class Runtime:
             )
             outcome = self._execute(
                 env,
-                tasks,
+                self.task_manager(sid),
                 RunRequest(
                     run_id=run_id,
                     prompt=prompt,

@@ -798,6 +798,21 @@ class SQLiteStore:
             f"SELECT * FROM events_{sid} WHERE run_id = ? ORDER BY run_seq", (run_id,)
         )
 
+    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return the events of ``run_id`` and of every run whose id starts with
+        ``run_id + "/"`` (a main run's worker runs), in seq order.
+
+        Two index range scans on ``(run_id, run_seq)``: the cost follows the size of
+        that family of runs, not of the session.
+        """
+        sid = self._require(session_id)
+        # '0' is the character after '/', so [run/, run0) is exactly the "run/…" prefix.
+        return self._events(
+            f"SELECT * FROM events_{sid} WHERE run_id = ? OR (run_id >= ? AND run_id < ?)"
+            " ORDER BY seq",
+            (run_id, run_id + "/", run_id + "0"),
+        )
+
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""
         sid = self._require(session_id)
