@@ -230,7 +230,14 @@ def call_model(
         def live(
             model: Model = model, request: ModelRequest = request
         ) -> tuple[list[ContentBlock], str, Usage]:
-            response = model.complete(request)
+            try:
+                response = model.complete(request)
+            except ModelError:
+                raise
+            except Exception as e:
+                # A client bug (KeyError on a provider body…) is a failed candidate too:
+                # recorded as model_failed, so the chain falls back and a replay reproduces it.
+                raise ModelError(f"{type(e).__name__}: {e}", error_type=type(e).__name__) from e
             return response.content, response.stop_reason, response.usage
 
         try:

@@ -19,7 +19,7 @@ import structlog
 
 from actors.agent import Conversation, SessionEnv, agent_loop, is_replay_stop
 from actors.plan import normalise_worker_reply, worker_prompt
-from actors.recorder import Divergence
+from actors.recorder import Divergence, RunRecorder
 from eventlog.blocks import TextBlock
 from eventlog.events import (
     AgentCreated,
@@ -128,12 +128,37 @@ class Worker(pykka.ThreadingActor):
             self._delivered = True
             self._inbox.put(delivery)
 
+    def _failed(
+        self, rec: RunRecorder, run_id: str, e: Exception, end_node_id: str | None
+    ) -> Delivery:
+        """Record the run's failure (``worker_failed``, ``run_ended(failed)``); return it."""
+        task = self._handoff.task
+        result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
+        rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
+        rec.emit(
+            RunEnded(
+                run_id=run_id,
+                status="failed",
+                end_reason="failed",
+                end_node_id=end_node_id,
+                error={"type": type(e).__name__, "message": str(e)},
+            )
+        )
+        rec.emit(
+            AgentStatusChanged(
+                agent_id=task.id, status="failed", result=msgspec.to_builtins(result)
+            )
+        )
+        return Delivery(result=result)
+
     def _run(self) -> Delivery:
         task = self._handoff.task
         agent_id = task.id
         run_id = f"{agent_id}:r1"
         rec = self._env.recorder(agent_id, run_id)
         blog = log.bind(session_id=self._env.session_id, agent_id=agent_id, run_id=run_id)
+        started = False
+        conv: Conversation | None = None
         try:
             rec.emit(
                 AgentCreated(
@@ -154,6 +179,7 @@ class Worker(pykka.ThreadingActor):
                     metadata={"task_id": task.id, "handoff_id": self._handoff.id},
                 )
             )
+            started = True
             rec.emit(AgentStatusChanged(agent_id=agent_id, status="running"))
             conv = Conversation(rec, parent_id=None, activate=False)
             conv.append(
@@ -179,23 +205,7 @@ class Worker(pykka.ThreadingActor):
                 if is_replay_stop(e):
                     raise
                 blog.warning("worker_failed", error=str(e))
-                result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
-                rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
-                rec.emit(
-                    RunEnded(
-                        run_id=run_id,
-                        status="failed",
-                        end_reason="failed",
-                        end_node_id=conv.tip,
-                        error={"type": type(e).__name__, "message": str(e)},
-                    )
-                )
-                rec.emit(
-                    AgentStatusChanged(
-                        agent_id=agent_id, status="failed", result=msgspec.to_builtins(result)
-                    )
-                )
-                return Delivery(result=result)
+                return self._failed(rec, run_id, e, conv.tip)
             rec.emit(
                 RunEnded(
                     run_id=run_id,
@@ -222,7 +232,12 @@ class Worker(pykka.ThreadingActor):
                     else:
                         self._env.replay_log.ended(run_id)
                 return Delivery(result=failed_result(self._handoff, str(e)), replay_stopped=True)
-            raise
+            if not started:
+                raise  # nothing of the run is recorded (the writer failed): on_failure reports
+            # A bug in the worker's own code, outside the agent loop: still a failed result
+            # with its run ended — never a run left "running" that looks interrupted.
+            blog.error("worker_crashed", error=str(e))
+            return self._failed(rec, run_id, e, conv.tip if conv is not None else None)
         finally:
             if self._env.replay_log is not None:
                 self._env.replay_log.count(run_id, rec.compared)

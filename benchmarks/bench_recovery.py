@@ -84,9 +84,7 @@ def main() -> None:
         replay_rows = []
         for label, target in (("10k", 10_000), ("100k", 100_000)):
             home, project = root / label / "home", root / label / "proj"
-            t0 = time.perf_counter()
             sid, live = build_session(home, project, target, args.workers)
-            setup = time.perf_counter() - t0
             if label == "10k":
 
                 def replay(home: Path = home, project: Path = project, sid: str = sid) -> None:

@@ -34,7 +34,9 @@ class ArtifactRefBlock(
     mime_type: str = "application/json"
 
 
-class ToolCallBlock(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="tool_call"):
+class ToolCallBlock(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="type", tag="tool_call"
+):
     """A model's request to call a tool; ``id`` pairs it with its tool_result."""
 
     id: str

@@ -763,7 +763,7 @@ class SQLiteStore:
                 decode_event(row[9])
             except DecodeError as err:
                 raise DecodeError(f"event {row[0]} (seq {row[1]}): {err}") from err
-        raise AssertionError("unreachable: a row failed to decode, then decoded")  # pragma: no cover
+        raise AssertionError("unreachable: a row failed, then decoded")  # pragma: no cover
 
     def read_events(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
