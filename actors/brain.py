@@ -53,7 +53,13 @@ from eventlog.events import (
     TodoUpdated,
     WorkerResultReceived,
 )
-from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult
+from eventlog.packets import (
+    AgentTaskContext,
+    BrainTaskContext,
+    HandoffPacket,
+    TaskProgress,
+    WorkerResult,
+)
 from projections.context import build_context
 
 log = structlog.get_logger("clew.brain")
@@ -296,7 +302,13 @@ class _MainRun:
             )
             plan = FALLBACK_PLAN
         todos = plan.todos()
-        rec.emit(TodoPlanned(todos=todos))
+        context = BrainTaskContext(
+            id=req.run_id,
+            goal=req.prompt,
+            progress=TaskProgress(status="running", total_steps=len(todos)),
+            child_context_ids=[self.context_id(w.id) for w in plan.workers],
+        )
+        rec.emit(TodoPlanned(todos=todos, context=context))
         board = Board(self.tasks, wal_name_for(req.run_id))
         board.plan(plan)
         # Keyed by context id: that is the task_id a WorkerResult carries.

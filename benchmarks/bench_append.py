@@ -21,14 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import apsw
-import pykka
 
 from eventlog.codec import encode_event
 from eventlog.events import SessionCreated, TodoUpdated
-from eventlog.records import AppendRequest, StoredEvent
+from eventlog.records import AppendRequest
 from eventlog.schema import MIGRATIONS, session_tables_ddl
 from eventlog.sqlite_store import SQLiteStore
-from eventlog.writer import Writer
+from eventlog.writer import CommitFuture, Writer
 
 SID = "sess_20260101_000000_bench"
 CREATED_AT = "2026-01-01T00:00:00.000000+00:00"
@@ -81,7 +80,7 @@ def bench_writer(path: Path, n: int, producers: int) -> float:
             for i in range(per)
         ]
         go.wait()
-        outstanding: list[pykka.Future[list[StoredEvent]]] = []
+        outstanding: list[CommitFuture] = []
         for r in requests:
             outstanding.append(writer.submit(r))
             if len(outstanding) >= OUTSTANDING:

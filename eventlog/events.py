@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from eventlog.blocks import ContentBlock, Message
-from eventlog.packets import HandoffPacket, WorkerResult
+from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]
 AgentStatus = Literal["idle", "running", "completed", "failed", "cancelled"]
@@ -285,7 +285,10 @@ class ClarificationRequested(_Event, frozen=True, kw_only=True, tag="clarificati
 
 
 class TodoPlanned(_Event, frozen=True, kw_only=True, tag="todo_planned"):
+    """The routed plan's todos and the Brain's orchestration context (seed: context_plan)."""
+
     todos: list[Todo]
+    context: BrainTaskContext | None = None
 
 
 class TodoUpdated(_Event, frozen=True, kw_only=True, tag="todo_updated"):

