@@ -243,7 +243,9 @@ class _MainRun:
     def _stop_worker(self, task_id: str) -> None:
         ref = self.running.pop(task_id, None)
         if ref is not None:
-            ref.stop(block=False)
+            # Blocking: the worker has delivered, so this only waits for it to leave
+            # on_receive; after a run no worker actor outlives it.
+            ref.stop(block=True, timeout=30)
 
     def context_id(self, task_id: str) -> str:
         return f"{self.req.run_id}/{task_id}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pydantic
 import structlog
 
 from actors.agent import ReplayLog, RunSettings, SessionEnv
@@ -107,8 +108,6 @@ class RecordedTool:
     """A stand-in for a tool in a replay: the recorded spec; never executed."""
 
     def __init__(self, spec: ToolSpec, idempotent: bool) -> None:
-        import pydantic
-
         self.spec = spec
         self.name = spec.name
         self.description = spec.description
