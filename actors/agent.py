@@ -73,6 +73,13 @@ class ReplayLog:
         with self._lock:
             self.ended_early.add(run_id)
 
+    def stopped(self, run_id: str, e: Exception) -> None:
+        """Note why a re-executed run stopped: a divergence, or the recording's end."""
+        if isinstance(e, Divergence):
+            self.diverged(run_id, e)
+        else:
+            self.ended(run_id)
+
     def count(self, run_id: str, n: int) -> None:
         with self._lock:
             self.compared[run_id] = n

@@ -173,10 +173,7 @@ class Brain(pykka.ThreadingActor):
         except Exception as e:
             if is_replay_stop(e):
                 if env.replay_log is not None:
-                    if isinstance(e, Divergence):
-                        env.replay_log.diverged(req.run_id, e)
-                    else:
-                        env.replay_log.ended(req.run_id)
+                    env.replay_log.stopped(req.run_id, e)
                 run.drain_workers()
                 status = "diverged" if isinstance(e, Divergence) else "interrupted"
                 return RunOutcome(

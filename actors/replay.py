@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from actors.agent import ReplayLog
-from actors.recorder import FieldDiff
+from actors.recorder import Divergence, FieldDiff
 from eventlog.records import StoredEvent
 
 
@@ -50,6 +50,17 @@ class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
 
+def _from(run_id: str, d: Divergence) -> RunDivergence:
+    return RunDivergence(
+        run_id=run_id,
+        run_seq=d.run_seq,
+        expected_type=d.expected_type,
+        actual_type=d.actual_type,
+        diff=d.diff,
+        message=str(d),
+    )
+
+
 def build_report(
     session_id: str, recording: dict[str, list[StoredEvent]], log: ReplayLog
 ) -> ReplayReport:
@@ -62,16 +73,7 @@ def build_report(
         d = log.divergences.get(run_id)
         compared = log.compared.get(run_id, 0)
         if d is not None:
-            divergences.append(
-                RunDivergence(
-                    run_id=run_id,
-                    run_seq=d.run_seq,
-                    expected_type=d.expected_type,
-                    actual_type=d.actual_type,
-                    diff=d.diff,
-                    message=str(d),
-                )
-            )
+            divergences.append(_from(run_id, d))
             continue
         if run_id not in executed:
             divergences.append(
@@ -114,16 +116,7 @@ def build_report(
             )
     for run_id, d in log.divergences.items():
         if run_id not in recording:
-            divergences.append(
-                RunDivergence(
-                    run_id=run_id,
-                    run_seq=d.run_seq,
-                    expected_type=d.expected_type,
-                    actual_type=d.actual_type,
-                    diff=d.diff,
-                    message=str(d),
-                )
-            )
+            divergences.append(_from(run_id, d))
     divergences.sort(key=lambda d: d.run_id)
     return ReplayReport(
         session_id=session_id,

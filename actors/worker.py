@@ -19,7 +19,7 @@ import structlog
 
 from actors.agent import Conversation, SessionEnv, agent_loop, is_replay_stop
 from actors.plan import normalise_worker_reply, worker_prompt
-from actors.recorder import Divergence, RunRecorder
+from actors.recorder import RunRecorder
 from eventlog.blocks import TextBlock
 from eventlog.events import (
     AgentCreated,
@@ -227,10 +227,7 @@ class Worker(pykka.ThreadingActor):
         except Exception as e:
             if is_replay_stop(e):
                 if self._env.replay_log is not None:
-                    if isinstance(e, Divergence):
-                        self._env.replay_log.diverged(run_id, e)
-                    else:
-                        self._env.replay_log.ended(run_id)
+                    self._env.replay_log.stopped(run_id, e)
                 return Delivery(result=failed_result(self._handoff, str(e)), replay_stopped=True)
             if not started:
                 raise  # nothing of the run is recorded (the writer failed): on_failure reports
