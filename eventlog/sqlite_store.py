@@ -11,7 +11,6 @@ connection); readers use a connection per thread and run concurrently (WAL).
 from __future__ import annotations
 
 import gc
-import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,8 +20,9 @@ from typing import Any, Literal
 import apsw
 import msgspec
 
+from eventlog.artifact_plan import plan_artifacts
 from eventlog.artifacts import ArtifactFiles
-from eventlog.blocks import ArtifactRefBlock, ContentBlock, JsonBlock
+from eventlog.blocks import ContentBlock
 from eventlog.codec import decode_event, encode
 from eventlog.errors import ClewError, DecodeError, InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import (
@@ -582,38 +582,15 @@ class SQLiteStore:
     def _externalise_json(
         self, sid: str, req: AppendRequest, event: NodeAppended
     ) -> tuple[NodeAppended, list[Event]]:
-        """Turn oversize JSON blocks into artifact files + refs (files fsynced first)."""
-        content: list[ContentBlock] = []
-        extra: list[Event] = []
-        changed = False
-        for block in event.node.content:
-            if isinstance(block, JsonBlock):
-                data = encode(block.data)
-                if len(data) > self.artifact_threshold:
-                    rel, sha, size = self.artifacts.write(sid, data)
-                    # Unique per (session, content): the table's key is global.
-                    artifact_id = "art_" + hashlib.sha256(f"{sid}:{sha}".encode()).hexdigest()[:24]
-                    summary = block.summary or f"JSON document, {size} bytes"
-                    extra.append(
-                        ArtifactCreated(
-                            artifact_id=artifact_id,
-                            path=rel,
-                            filename=f"{sha}.json",
-                            mime_type="application/json",
-                            size_bytes=size,
-                            sha256=sha,
-                            summary=summary,
-                            node_id=event.node.node_id,
-                        )
-                    )
-                    content.append(ArtifactRefBlock(artifact_id=artifact_id, summary=summary))
-                    changed = True
-                    continue
-            content.append(block)
-        if not changed:
-            return event, []
-        node = msgspec.structs.replace(event.node, content=content)
-        return msgspec.structs.replace(event, node=node), extra
+        """Turn oversize JSON blocks into artifact files + refs (files fsynced first).
+
+        The decision is :func:`eventlog.artifact_plan.plan_artifacts`, shared with the
+        replay, which must predict exactly what the writer stores.
+        """
+        planned, artifacts = plan_artifacts(sid, event, self.artifact_threshold)
+        for _, data in artifacts:
+            self.artifacts.write(sid, data)
+        return planned, [created for created, _ in artifacts]
 
     def _materialise(
         self, conn: apsw.Connection, sid: str, req: AppendRequest, event: Event
