@@ -10,10 +10,8 @@ connection); readers use a connection per thread and run concurrently (WAL).
 
 from __future__ import annotations
 
-import gc
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,9 +20,8 @@ import msgspec
 
 from eventlog.artifact_plan import plan_artifacts
 from eventlog.artifacts import ArtifactFiles
-from eventlog.blocks import ContentBlock
-from eventlog.codec import decode_event, encode
-from eventlog.errors import ClewError, DecodeError, InvalidSessionId, StoreError, UnknownSession
+from eventlog.codec import encode
+from eventlog.errors import ClewError, InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
@@ -46,53 +43,18 @@ from eventlog.events import (
 )
 from eventlog.ids import validate_session_id
 from eventlog.records import (
-    AgentRow,
     AppendRequest,
-    ArtifactRow,
-    NodeRow,
-    RunRow,
-    SessionRow,
     StoredEvent,
 )
 from eventlog.schema import MIGRATIONS, session_tables_ddl
+from eventlog.sql_errors import translate_error, translate_errors
+from eventlog.sqlite_reads import SQLiteReads
 
 Durability = Literal["normal", "full"]
 #: A JSON block whose encoding is larger than this becomes an artifact (seed rule).
 DEFAULT_ARTIFACT_THRESHOLD = 16 * 1024
 
-_blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
 _encode = msgspec.json.Encoder().encode
-_dict_decoder = msgspec.json.Decoder(dict[str, Any])
-
-
-def _translate(e: BaseException, what: str) -> StoreError:
-    """Return the ``StoreError`` for an apsw / OS error ``e`` (the translation table)."""
-    if isinstance(e, apsw.ConstraintError):
-        return StoreError(f"{what}: constraint violated ({e})")
-    if isinstance(e, apsw.BusyError):
-        return StoreError(f"{what}: database is locked by another writer ({e})")
-    if isinstance(e, apsw.CorruptError | apsw.NotADBError):
-        return StoreError(f"{what}: database file is corrupt ({e})")
-    if isinstance(e, apsw.CantOpenError | apsw.PermissionsError | apsw.ReadOnlyError):
-        return StoreError(f"{what}: cannot open or write the database ({e})")
-    if isinstance(e, apsw.FullError):
-        return StoreError(f"{what}: disk full ({e})")
-    if isinstance(e, apsw.Error):
-        return StoreError(f"{what}: {type(e).__name__}: {e}")
-    if isinstance(e, OSError):
-        return StoreError(f"{what}: {e.strerror or e}")
-    raise TypeError(f"not an apsw or OS error: {e!r}")  # pragma: no cover
-
-
-@contextmanager
-def translate_errors(what: str) -> Iterator[None]:
-    """Translate apsw / OS errors into ``StoreError`` — the one choke point for them."""
-    try:
-        yield
-    except ClewError:
-        raise
-    except (apsw.Error, OSError) as e:
-        raise _translate(e, what) from e
 
 
 _TOOL_CALL_EVENTS = (ToolCallStarted, ToolCallFinished, ToolFailed, InDoubtResolved)
@@ -109,23 +71,6 @@ _MATERIALISED: frozenset[type] = frozenset(
         ArtifactCreated,
     }
 )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while decoding a batch of rows.
-
-    Decoded events cannot form reference cycles, yet each batch allocates ~10⁵
-    containers, and the collector's repeated young-generation passes over them cost
-    about 40% of the read time (bench_replay: 207k → 293k events/s without them).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _tool_call_id(event: Event) -> str | None:
@@ -177,11 +122,7 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else encode(value).decode()
 
 
-def _loads(text: str | None) -> Any:
-    return None if text is None else _dict_decoder.decode(text)
-
-
-class SQLiteStore:
+class SQLiteStore(SQLiteReads):
     """The embedded event store. One file, WAL mode, one writer, many readers."""
 
     def __init__(
@@ -337,7 +278,7 @@ class SQLiteStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except apsw.Error as e:
-            err = _translate(e, "begin")
+            err = translate_error(e, "begin")
             for i in live:
                 if results[i] is None:
                     results[i] = err
@@ -354,7 +295,7 @@ class SQLiteStore:
                     try:
                         stored = self._append_one(conn, req, pending)
                     except (apsw.Error, OSError) as e:
-                        raise _translate(e, f"appending {event_type_of(req.event)}") from e
+                        raise translate_error(e, f"appending {event_type_of(req.event)}") from e
                 except ClewError as e:
                     results[i] = e
                     if not savepoints:
@@ -386,7 +327,7 @@ class SQLiteStore:
                     )
                 conn.execute("COMMIT")
             except (apsw.Error, OSError) as e:
-                raise _translate(e, "commit") from e
+                raise translate_error(e, "commit") from e
         except BaseException as e:
             # The transaction is gone: forget every cached counter and reload lazily.
             if not conn.getautocommit():
@@ -703,259 +644,3 @@ class SQLiteStore:
                 at,
             ),
         )
-
-    # --- reading -------------------------------------------------------------------------
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with translate_errors("reading"):
-            return list(self._reader().execute(sql, params))
-
-    def session_exists(self, session_id: str) -> bool:
-        """Return whether ``session_id`` (validated) is a stored session."""
-        sid = validate_session_id(session_id)
-        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)))
-
-    def _require(self, session_id: str) -> str:
-        sid = validate_session_id(session_id)
-        if not self.session_exists(sid):
-            raise UnknownSession(f"unknown session {sid}")
-        return sid
-
-    def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
-        """Run an events query and decode its rows (the hot read path: kept inline)."""
-        with translate_errors("reading"), _gc_paused():
-            cursor = self._reader().execute(sql, params)
-            try:
-                # Field order of StoredEvent: the row's columns minus payload_json, then
-                # the decoded payload. Inline on purpose: ~1.3x faster than a helper call.
-                return [
-                    StoredEvent(a, b, c, d, e, f, g, h, i, k, decode_event(j))
-                    for (a, b, c, d, e, f, g, h, i, j, k) in cursor
-                ]
-            except DecodeError:
-                pass
-        # Slow path, only to name the broken row in the error.
-        for row in self._query(sql, params):
-            try:
-                decode_event(row[9])
-            except DecodeError as err:
-                raise DecodeError(f"event {row[0]} (seq {row[1]}): {err}") from err
-        raise AssertionError("unreachable: a row failed, then decoded")  # pragma: no cover
-
-    def read_events(
-        self, session_id: str, after_seq: int = 0, limit: int | None = None
-    ) -> list[StoredEvent]:
-        """Return the session's events with ``seq > after_seq``, in seq order."""
-        sid = self._require(session_id)
-        sql = f"SELECT * FROM events_{sid} WHERE seq > ? ORDER BY seq"
-        params: tuple[Any, ...] = (after_seq,)
-        if limit is not None:
-            sql += " LIMIT ?"
-            params = (after_seq, limit)
-        return self._events(sql, params)
-
-    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
-        """Yield the session's events in seq order, decoding ``batch`` rows at a time."""
-        sid = self._require(session_id)
-        sql = f"SELECT * FROM events_{sid} WHERE seq > ? ORDER BY seq LIMIT ?"
-        after = 0
-        while True:
-            chunk = self._events(sql, (after, batch))
-            if not chunk:
-                return
-            yield from chunk
-            if len(chunk) < batch:
-                return
-            after = chunk[-1].seq
-
-    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
-        """Return one run's events in run_seq order."""
-        sid = self._require(session_id)
-        return self._events(
-            f"SELECT * FROM events_{sid} WHERE run_id = ? ORDER BY run_seq", (run_id,)
-        )
-
-    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]:
-        """Return the events of ``run_id`` and of every run whose id starts with
-        ``run_id + "/"`` (a main run's worker runs), in seq order.
-
-        Two index range scans on ``(run_id, run_seq)``: the cost follows the size of
-        that family of runs, not of the session.
-        """
-        sid = self._require(session_id)
-        # '0' is the character after '/', so [run/, run0) is exactly the "run/…" prefix.
-        return self._events(
-            f"SELECT * FROM events_{sid} WHERE run_id = ? OR (run_id >= ? AND run_id < ?)"
-            " ORDER BY seq",
-            (run_id, run_id + "/", run_id + "0"),
-        )
-
-    def count_events(self, session_id: str) -> int:
-        """Return the number of events of the session."""
-        sid = self._require(session_id)
-        return int(self._query(f"SELECT COUNT(*) FROM events_{sid}")[0][0])
-
-    @staticmethod
-    def _node_row(row: tuple[Any, ...]) -> NodeRow:
-        return NodeRow(
-            node_id=row[0],
-            node_seq=row[1],
-            parent_id=row[2],
-            agent_id=row[3],
-            run_id=row[4],
-            role=row[5],
-            node_type=row[6],
-            content=_blocks_decoder.decode(row[7]),
-            metadata=_loads(row[8]) or {},
-            token_count=row[9],
-            created_at=row[10],
-        )
-
-    def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
-        """Return one node, or None."""
-        sid = self._require(session_id)
-        rows = self._query(f"SELECT * FROM nodes_{sid} WHERE node_id = ?", (node_id,))
-        return self._node_row(rows[0]) if rows else None
-
-    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
-        """Return the children of ``node_id`` in node_seq order."""
-        sid = self._require(session_id)
-        rows = self._query(
-            f"SELECT * FROM nodes_{sid} WHERE parent_id = ? ORDER BY node_seq", (node_id,)
-        )
-        return [self._node_row(r) for r in rows]
-
-    def read_nodes(self, session_id: str) -> list[NodeRow]:
-        """Return every node of the session in node_seq order."""
-        sid = self._require(session_id)
-        rows = self._query(f"SELECT * FROM nodes_{sid} ORDER BY node_seq")
-        return [self._node_row(r) for r in rows]
-
-    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
-        """Return the path root → ``node_id`` (default: the active node), via a recursive CTE.
-
-        Cost grows with the path's depth, not the session's size (parent lookups by key).
-        """
-        sid = self._require(session_id)
-        if node_id is None:
-            node_id = self.read_session(sid).active_node_id
-            if node_id is None:
-                return []
-        rows = self._query(
-            f"""WITH RECURSIVE path(node_id, depth) AS (
-                    SELECT ?, 0
-                    UNION ALL
-                    SELECT n.parent_id, path.depth + 1 FROM nodes_{sid} n
-                    JOIN path ON n.node_id = path.node_id
-                    WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
-                )
-                SELECT n.* FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
-                ORDER BY path.depth DESC""",
-            (node_id,),
-        )
-        return [self._node_row(r) for r in rows]
-
-    @staticmethod
-    def _session_row(row: tuple[Any, ...]) -> SessionRow:
-        return SessionRow(
-            session_id=row[0],
-            cwd=row[1],
-            root_agent_id=row[2],
-            active_node_id=row[3],
-            parent_session_id=row[4],
-            status=row[5],
-            metadata=_loads(row[6]) or {},
-            created_at=row[7],
-            updated_at=row[8],
-        )
-
-    def read_session(self, session_id: str) -> SessionRow:
-        """Return the session's row; raise ``UnknownSession`` if there is none."""
-        sid = validate_session_id(session_id)
-        rows = self._query("SELECT * FROM sessions WHERE session_id = ?", (sid,))
-        if not rows:
-            raise UnknownSession(f"unknown session {sid}")
-        return self._session_row(rows[0])
-
-    def list_sessions(self) -> list[SessionRow]:
-        """Return every session, oldest first."""
-        rows = self._query("SELECT * FROM sessions ORDER BY created_at, session_id")
-        return [self._session_row(r) for r in rows]
-
-    def read_agents(self, session_id: str) -> list[AgentRow]:
-        """Return the session's agents, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM agents WHERE session_id = ? ORDER BY created_at, agent_id", (sid,)
-        )
-        return [
-            AgentRow(
-                agent_id=r[0],
-                session_id=r[1],
-                parent_agent_id=r[2],
-                agent_type=r[3],
-                created_by_run_id=r[4],
-                fork_from_node_id=r[5],
-                status=r[6],
-                result=_loads(r[7]),
-                metadata=_loads(r[8]) or {},
-                created_at=r[9],
-                updated_at=r[10],
-            )
-            for r in rows
-        ]
-
-    def read_runs(self, session_id: str) -> list[RunRow]:
-        """Return the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
-        )
-        return [
-            RunRow(
-                run_id=r[0],
-                session_id=r[1],
-                agent_id=r[2],
-                status=r[3],
-                start_node_id=r[4],
-                end_node_id=r[5],
-                end_reason=r[6],
-                turn_count=r[7],
-                usage=_loads(r[8]),
-                error=_loads(r[9]),
-                metadata=_loads(r[10]) or {},
-                created_at=r[11],
-                updated_at=r[12],
-            )
-            for r in rows
-        ]
-
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
-        """Return the session's artifacts."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM artifacts WHERE session_id = ? ORDER BY created_at, artifact_id", (sid,)
-        )
-        return [
-            ArtifactRow(
-                artifact_id=r[0],
-                session_id=r[1],
-                agent_id=r[2],
-                run_id=r[3],
-                node_id=r[4],
-                tool_call_id=r[5],
-                path=r[6],
-                filename=r[7],
-                mime_type=r[8],
-                size_bytes=r[9],
-                summary=r[10],
-                metadata=_loads(r[11]) or {},
-                created_at=r[12],
-            )
-            for r in rows
-        ]
-
-    def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Run raw SQL on a reader connection — for tests that tamper with rows only."""
-        with translate_errors("raw sql"):
-            self._reader().execute(sql, params)
