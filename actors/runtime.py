@@ -14,18 +14,26 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pydantic
 import structlog
 
 from actors.agent import ReplayLog, RunSettings, SessionEnv
 from actors.brain import Brain, RunOutcome, RunRequest, wal_name_for
 from actors.locks import SessionLock
-from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.model import Model
+from actors.recording import (
+    ModelArg,
+    model_chains,
+    read_recording,
+    recorded_models,
+    recorded_tools,
+    run_inputs,
+    run_started_of,
+)
 from actors.replay import ReplayReport, build_report
 from actors.task_manager import TaskManagerHandle
 from actors.tools import Tool, ToolRegistry, spec_of
-from eventlog.errors import ClewError, ModelError, ReplayDivergence
-from eventlog.events import ActiveNodeSwitched, RunStarted, SessionCreated
+from eventlog.errors import ClewError, ReplayDivergence
+from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import Clock, DerivedIds, IdSource, SystemClock, validate_session_id
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite_store import Durability, SQLiteStore
@@ -34,8 +42,6 @@ from projections.references import expand_references
 from projections.tree import NodeTree, check_switch_target
 
 log = structlog.get_logger("clew.runtime")
-
-ModelArg = Model | Sequence[Model] | Mapping[str, Model | Sequence[Model]]
 
 
 class NothingToResume(ClewError):
@@ -81,50 +87,6 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     events: int
     active_node_id: str | None
-
-
-def model_chains(model: ModelArg) -> dict[str, list[Model]]:
-    """Normalise the ``model=`` argument to ``{role: [candidates…]}`` (``default`` = fallback)."""
-    if isinstance(model, Mapping):
-        return {
-            role: ([m] if not isinstance(m, Sequence) else list(m)) for role, m in model.items()
-        }
-    if isinstance(model, Sequence):
-        return {"default": list(model)}
-    return {"default": [model]}
-
-
-class RecordedModel:
-    """A stand-in for a model in a replay: it has the recorded name and is never called."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        raise ModelError(f"replay: model {self.name} has no recorded response for this call")
-
-
-class RecordedTool:
-    """A stand-in for a tool in a replay: the recorded spec; never executed."""
-
-    def __init__(self, spec: ToolSpec, idempotent: bool) -> None:
-        self.spec = spec
-        self.name = spec.name
-        self.description = spec.description
-        self.args_model: type[pydantic.BaseModel] = pydantic.create_model(
-            f"Recorded_{spec.name}", __config__=pydantic.ConfigDict(extra="allow")
-        )
-        self.idempotent = idempotent
-
-    def call(self, args: Any) -> Any:
-        raise ClewError(f"replay: tool {self.name} is never executed")
-
-
-def _run_started(events: list[StoredEvent]) -> RunStarted:
-    for e in events:
-        if isinstance(e.event, RunStarted):
-            return e.event
-    raise ClewError("a main run without run_started")  # pragma: no cover - _recording finds one
 
 
 class Runtime:
@@ -381,41 +343,6 @@ class Runtime:
             brain.stop()
         return outcome
 
-    def _recording(self, sid: str) -> tuple[dict[str, list[StoredEvent]], list[str]]:
-        """Return the session's events by run, and its main runs in order."""
-        by_run: dict[str, list[StoredEvent]] = {}
-        mains: list[str] = []
-        brain = f"{sid}:brain"
-        for ev in self.store.iter_events(sid):
-            if ev.run_id is None:
-                continue
-            by_run.setdefault(ev.run_id, []).append(ev)
-            if isinstance(ev.event, RunStarted) and ev.event.agent_id == brain:
-                mains.append(ev.run_id)
-        return by_run, mains
-
-    @staticmethod
-    def _inputs_of(started: RunStarted) -> tuple[str, dict[str, Any]]:
-        meta = dict(started.metadata)
-        prompt = str(meta.pop("prompt", ""))
-        return prompt, meta
-
-    def _recorded_models(self, inputs: dict[str, Any]) -> dict[str, list[Model]]:
-        names: dict[str, list[str]] = inputs.get("models", {})
-        return {role: [RecordedModel(n) for n in chain] for role, chain in names.items()}
-
-    @staticmethod
-    def _recorded_tools(inputs: dict[str, Any]) -> ToolRegistry:
-        reg = ToolRegistry()
-        for t in inputs.get("tools", []):
-            spec = ToolSpec(
-                name=t["name"],
-                description=t.get("description", ""),
-                parameters=t.get("parameters", {}),
-            )
-            reg.add(RecordedTool(spec, bool(t.get("idempotent", False))))
-        return reg
-
     def replay(
         self,
         session_id: str,
@@ -433,21 +360,17 @@ class Runtime:
         """
         sid = validate_session_id(session_id)
         self.store.read_session(sid)
-        by_run, mains = self._recording(sid)
+        by_run, mains = read_recording(self.store, sid)
         log_ = ReplayLog()
         scratch = Path(tempfile.mkdtemp(prefix="clew-replay-"))
         try:
             tasks = TaskManagerHandle.start(scratch, sid, clock=self.clock)
             try:
                 for i, run_id in enumerate(mains):
-                    started = _run_started(by_run[run_id])
-                    prompt, inputs = self._inputs_of(started)
-                    models = (
-                        model_chains(model) if model is not None else self._recorded_models(inputs)
-                    )
-                    registry = (
-                        ToolRegistry(tools) if tools is not None else self._recorded_tools(inputs)
-                    )
+                    started = run_started_of(by_run[run_id])
+                    prompt, inputs = run_inputs(started)
+                    models = model_chains(model) if model is not None else recorded_models(inputs)
+                    registry = ToolRegistry(tools) if tools is not None else recorded_tools(inputs)
                     settings = msgspec.convert(inputs.get("settings", {}), RunSettings)
                     env = SessionEnv(
                         session_id=sid,
@@ -538,8 +461,8 @@ class Runtime:
         """
         plan = plan or self.resume_ready(session_id)
         sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
-        started = _run_started(by_run[run_id])
-        prompt, inputs = self._inputs_of(started)
+        started = run_started_of(by_run[run_id])
+        prompt, inputs = run_inputs(started)
         chosen = settings or msgspec.convert(inputs.get("settings", {}), RunSettings)
         self.lock(sid)
         try:

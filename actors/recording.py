@@ -1,0 +1,107 @@
+"""Reading a session's recording back: events by run, a main run's inputs, stand-ins.
+
+A re-executed run gets its inputs (prompt, model chain names, tool specs, settings)
+from its ``run_started``; models and tools that a replay must never call are
+replaced by stand-ins carrying the recorded names and specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pydantic
+
+from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.tools import ToolRegistry
+from eventlog.errors import ClewError, ModelError
+from eventlog.events import RunStarted
+from eventlog.records import StoredEvent
+from eventlog.sqlite_store import SQLiteStore
+
+ModelArg = Model | Sequence[Model] | Mapping[str, Model | Sequence[Model]]
+
+
+def model_chains(model: ModelArg) -> dict[str, list[Model]]:
+    """Normalise the ``model=`` argument to ``{role: [candidates…]}`` (``default`` = fallback)."""
+    if isinstance(model, Mapping):
+        return {
+            role: ([m] if not isinstance(m, Sequence) else list(m)) for role, m in model.items()
+        }
+    if isinstance(model, Sequence):
+        return {"default": list(model)}
+    return {"default": [model]}
+
+
+class RecordedModel:
+    """A stand-in for a model in a replay: it has the recorded name and is never called."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError(f"replay: model {self.name} has no recorded response for this call")
+
+
+class RecordedTool:
+    """A stand-in for a tool in a replay: the recorded spec; never executed."""
+
+    def __init__(self, spec: ToolSpec, idempotent: bool) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.description = spec.description
+        self.args_model: type[pydantic.BaseModel] = pydantic.create_model(
+            f"Recorded_{spec.name}", __config__=pydantic.ConfigDict(extra="allow")
+        )
+        self.idempotent = idempotent
+
+    def call(self, args: Any) -> Any:
+        raise ClewError(f"replay: tool {self.name} is never executed")
+
+
+def run_started_of(events: list[StoredEvent]) -> RunStarted:
+    """Return the ``run_started`` event of one run's events."""
+    for e in events:
+        if isinstance(e.event, RunStarted):
+            return e.event
+    raise ClewError("a main run without run_started")  # pragma: no cover - _recording finds one
+
+
+def read_recording(store: SQLiteStore, sid: str) -> tuple[dict[str, list[StoredEvent]], list[str]]:
+    """Return the session's events by run, and its main runs in order."""
+    by_run: dict[str, list[StoredEvent]] = {}
+    mains: list[str] = []
+    brain = f"{sid}:brain"
+    for ev in store.iter_events(sid):
+        if ev.run_id is None:
+            continue
+        by_run.setdefault(ev.run_id, []).append(ev)
+        if isinstance(ev.event, RunStarted) and ev.event.agent_id == brain:
+            mains.append(ev.run_id)
+    return by_run, mains
+
+
+def run_inputs(started: RunStarted) -> tuple[str, dict[str, Any]]:
+    """Return a main run's prompt and its other recorded inputs."""
+    meta = dict(started.metadata)
+    prompt = str(meta.pop("prompt", ""))
+    return prompt, meta
+
+
+def recorded_models(inputs: dict[str, Any]) -> dict[str, list[Model]]:
+    """Return stand-ins for the recorded model chains."""
+    names: dict[str, list[str]] = inputs.get("models", {})
+    return {role: [RecordedModel(n) for n in chain] for role, chain in names.items()}
+
+
+def recorded_tools(inputs: dict[str, Any]) -> ToolRegistry:
+    """Return stand-ins for the recorded tools (same specs and idempotent flags)."""
+    reg = ToolRegistry()
+    for t in inputs.get("tools", []):
+        spec = ToolSpec(
+            name=t["name"],
+            description=t.get("description", ""),
+            parameters=t.get("parameters", {}),
+        )
+        reg.add(RecordedTool(spec, bool(t.get("idempotent", False))))
+    return reg
