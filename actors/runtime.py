@@ -17,7 +17,8 @@ import msgspec
 import structlog
 
 from actors.agent import ReplayLog, RunSettings, SessionEnv
-from actors.brain import Brain, RunOutcome, RunRequest, wal_name_for
+from actors.board import wal_name_for
+from actors.brain import Brain, RunOutcome, RunRequest
 from actors.locks import SessionLock
 from actors.model import Model
 from actors.recording import (
