@@ -1,0 +1,121 @@
+"""Helpers of the CLI tests: run ``clew`` in-process or as a real process, read the store."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from actors.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What one ``clew`` invocation did."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        """Parse stdout as exactly one JSON document."""
+        return json.loads(self.out)
+
+    def err_lines(self) -> list[str]:
+        """Return the non-empty lines of stderr."""
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class Where:
+    """A clew home and a project directory."""
+
+    home: Path
+    project: Path
+
+    def flags(self) -> list[str]:
+        return ["--home", str(self.home), "--project", str(self.project)]
+
+
+def invoke(where: Where | None, *args: str) -> CliResult:
+    """Run ``clew ARGS --home … --project …`` in this process; capture stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = [*args, *where.flags()] if where is not None else list(args)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a child ``clew``: no fault injection, no home from the outside."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEW_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def spawn(where: Where, *args: str, **env: str) -> subprocess.Popen[str]:
+    """Start ``python -m actors ARGS --home … --project …`` as a real process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "actors", *args, *where.flags()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(**env),
+        cwd=where.project,
+    )
+
+
+def run_process(where: Where, *args: str, **env: str) -> CliResult:
+    """Run ``python -m actors ARGS`` to completion as a real process."""
+    child = spawn(where, *args, **env)
+    out, err = child.communicate(timeout=60)
+    return CliResult(child.returncode, out, err)
+
+
+def count_events(home: Path, session_id: str) -> int:
+    """Count the committed events of a session with a read-only connection (0 if none yet)."""
+    db = home / "sessions.sqlite"
+    if not db.exists():
+        return 0
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.setbusytimeout(1000)
+        rows = list(conn.execute(f"SELECT count(*) FROM events_{session_id}"))
+        return int(rows[0][0])
+    except apsw.SQLError:
+        return 0  # the session's table does not exist yet
+    finally:
+        conn.close()
+
+
+def sql(home: Path, statement: str) -> None:
+    """Run one SQL statement against the home's database (to corrupt it on purpose)."""
+    conn = apsw.Connection(str(home / "sessions.sqlite"))
+    try:
+        conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def total_rows(home: Path) -> int:
+    """Count every row of every table: "nothing written" means this does not change."""
+    db = home / "sessions.sqlite"
+    if not db.exists():
+        return 0
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return sum(int(next(iter(conn.execute(f'SELECT count(*) FROM "{n}"')))[0]) for n in names)
+    finally:
+        conn.close()

@@ -1,0 +1,488 @@
+"""The ``clew`` CLI: every command, every exit code, the JSON shapes, bad input, and a
+kill-mid-demo → resume → verify → replay round trip through real processes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+from _cli_helpers import (
+    Where,
+    count_events,
+    invoke,
+    run_process,
+    spawn,
+    sql,
+    total_rows,
+)
+
+from tests.actors.providers.fake_server import FakeServer
+
+TASK_IDS = ["w1", "w2", "w3", "primary", "review"]
+
+
+@pytest.fixture(autouse=True)
+def _no_global_logging_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``main`` configures structlog (its job as the CLI); undo it for the other tests."""
+    for var in ("CLEW_HOME", "CLEW_FAULT_KILL_AFTER_EVENTS", "CLEW_FAULT_KILL_BEFORE_TOOL"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Where, str]:
+    """One finished demo session, recorded once for the module (copy it before changing it)."""
+    base = tmp_path_factory.mktemp("recorded")
+    where = Where(base / "home", base / "project")
+    where.project.mkdir()
+    result = invoke(where, "demo", "--json")
+    structlog.reset_defaults()
+    assert 0 == result.code, result.err
+    return where, result.json()["session_id"]
+
+
+@pytest.fixture
+def demo_copy(recorded: tuple[Where, str], tmp_path: Path) -> tuple[Where, str]:
+    """A private copy of the recorded demo (home and project) that a test may change."""
+    where, sid = recorded
+    copy = Where(tmp_path / "home", tmp_path / "project")
+    shutil.copytree(where.home, copy.home)
+    shutil.copytree(where.project, copy.project)
+    return copy, sid
+
+
+@pytest.fixture
+def empty(tmp_path: Path) -> Where:
+    where = Where(tmp_path / "home", tmp_path / "project")
+    where.project.mkdir()
+    return where
+
+
+def _wal(where: Where, sid: str) -> Path:
+    return where.project / ".clew" / "tasks" / sid / f"{sid}_brain_r1.wal.jsonl"
+
+
+# --- demo and run -----------------------------------------------------------------------
+
+
+def test_demo_prints_the_session_the_tree_the_dag_and_a_replay_check(empty: Where) -> None:
+    result = invoke(empty, "demo", "--workers", "2")
+    assert 0 == result.code, result.err
+    first = result.out.splitlines()[0]
+    assert first.startswith("session sess_")
+    sid = first.split()[1]
+    assert "▶" in result.out and "(active)" in result.out
+    assert "task DAG" in result.out and "w2" in result.out
+    assert f"replay check: {_events(empty, sid) - 1} events in 4 runs reproduced identically" in (
+        result.out
+    )
+    assert "" == result.err
+
+
+def _events(where: Where, sid: str) -> int:
+    return count_events(where.home, sid)
+
+
+def test_demo_json_is_one_document_with_the_outcome_and_the_replay(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    result = invoke(where, "sessions", "--json")
+    assert 0 == result.code
+    [info] = result.json()
+    assert sid == info["session_id"]
+    assert "demo" == info["scenario"]
+    expected_keys = {"session_id", "status", "created_at", "updated_at", "interrupted", "runs"}
+    assert expected_keys | {"events"} <= set(info)
+    assert (False, 5) == (info["interrupted"], info["runs"])
+
+
+def test_run_with_a_scripted_model_prints_the_answer_and_records_the_spec(
+    empty: Where, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"rules": [
+        {"role": "router", "replies": [{"json": {"primary_role": "lead", "workers": []}}]},
+        {"role": "lead", "replies": [{"text": "Hello from the script."}]},
+    ]}))
+    result = invoke(empty, "run", "Say hello", "--model", f"scripted:{script}")
+    assert 0 == result.code, result.err
+    assert "Hello from the script.\n" == result.out
+    sid = result.err.split()[1]
+    exported = [json.loads(line) for line in invoke(empty, "export", sid).out.splitlines()]
+    assert {"scenario": "run", "model": f"scripted:{script}"} == (
+        exported[0]["payload"]["metadata"]
+    )
+
+
+def test_run_through_an_openai_compatible_server_completes_and_replays(empty: Where) -> None:
+    with FakeServer() as server:
+        result = invoke(empty, "run", "hello there", "--model", "openai:test-model",
+                        "--base-url", server.url, "--json")
+    assert 0 == result.code, result.err
+    outcome = result.json()
+    assert "completed" == outcome["status"]
+    replayed = invoke(empty, "replay", outcome["session_id"], "--json")  # server stopped
+    assert (0, True) == (replayed.code, replayed.json()["identical"])
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--model", "foo:bar"], "unknown model spec 'foo:bar'"),
+        (["--model", "gpt-4o"], "unknown model spec 'gpt-4o'"),
+        (["--model", "scripted:/no/such/script.json"], "cannot read script"),
+        (["--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"], "cannot reach openai:m"),
+        (["--model", "openai:m", "--base-url", "ftp://x"], "not an http(s) URL"),
+        ([], "Missing option '--model'"),
+    ],
+)
+def test_run_with_a_bad_or_unreachable_model_is_one_line_and_exit_2(
+    empty: Where, args: list[str], fragment: str
+) -> None:
+    result = invoke(empty, "run", "hello", *args)
+    assert 2 == result.code
+    [line] = result.err_lines()
+    assert fragment in line
+    assert "" == result.out
+    assert not (empty.home / "sessions.sqlite").exists()
+
+
+def test_run_refuses_a_script_that_is_not_a_valid_script(empty: Where, tmp_path: Path) -> None:
+    script = tmp_path / "bad.json"
+    script.write_text('{"rules": []}')
+    result = invoke(empty, "run", "hello", "--model", f"scripted:{script}")
+    assert (2, 1) == (result.code, len(result.err_lines()))
+    assert "invalid script at rules" in result.err
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def test_sessions_on_an_empty_dir_lists_nothing_and_creates_no_home(empty: Where) -> None:
+    result = invoke(empty, "sessions", "--json")
+    assert (0, []) == (result.code, result.json())
+    assert not empty.home.exists()
+
+
+def test_home_and_project_may_come_before_the_command(recorded: tuple[Where, str]) -> None:
+    where, sid = recorded
+    result = invoke(None, *where.flags(), "sessions", "--json")
+    assert [sid] == [s["session_id"] for s in result.json()]
+
+
+def test_show_json_lists_every_node_with_the_active_path_marked(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    doc = invoke(where, "show", sid, "--json").json()
+    assert f"{sid}:brain:r1:n4" == doc["active_node_id"]
+    assert [f"{sid}:brain:r1:n{i}" for i in (1, 2, 3, 4)] == doc["active_path"]
+    assert 18 == len(doc["nodes"])
+    assert f"{sid}:brain:r1:n1" == doc["roots"][0]
+    on_path = [n["node_id"] for n in doc["nodes"] if n["on_active_path"]]
+    assert doc["active_path"] == on_path
+
+
+def test_show_draws_the_tree_with_the_active_node_highlighted(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    result = invoke(where, "show", sid)
+    assert 0 == result.code
+    assert "▶ brain:r1:n4 assistant/message" in result.out
+    assert "brain:r1/w1:r1:n1 user/task_instruction" in result.out
+
+
+def test_timeline_filters_by_run_and_by_type(recorded: tuple[Where, str]) -> None:
+    where, sid = recorded
+    doc = invoke(where, "timeline", sid, "--run", "brain:r1", "--type", "run_started",
+                 "--type", "run_ended", "--json").json()
+    assert [("run_started", 1), ("run_ended", 33)] == [
+        (e["event_type"], e["run_seq"]) for e in doc["events"]
+    ]
+    everything = invoke(where, "timeline", sid, "--json").json()["events"]
+    seqs = [e["seq"] for e in everything]
+    assert list(range(1, len(seqs) + 1)) == seqs
+
+
+def test_tasks_json_has_the_dag_and_the_wal_status(recorded: tuple[Where, str]) -> None:
+    where, sid = recorded
+    doc = invoke(where, "tasks", sid, "--json").json()
+    assert TASK_IDS == [t["id"] for t in doc["tasks"]]
+    assert {"completed"} == {t["status"] for t in doc["tasks"]}
+    assert ["w1"] == next(t["deps"] for t in doc["tasks"] if t["id"] == "w2")
+    assert (str(_wal(where, sid)), False) == (doc["wal"]["path"], doc["wal"]["truncated_tail"])
+    assert doc["wal"]["lines"] > 0
+
+
+def test_tasks_reports_a_torn_wal_tail_without_touching_the_file(
+    demo_copy: tuple[Where, str],
+) -> None:
+    where, sid = demo_copy
+    wal = _wal(where, sid)
+    with wal.open("ab") as f:
+        f.write(b'{"seq": 99, "torn')
+    before = wal.read_bytes()
+    result = invoke(where, "tasks", sid, "--json")
+    assert 0 == result.code
+    assert (True, 17) == (result.json()["wal"]["truncated_tail"],
+                          result.json()["wal"]["truncated_bytes"])
+    assert before == wal.read_bytes()
+
+
+def test_export_prints_every_event_as_one_json_line(recorded: tuple[Where, str]) -> None:
+    where, sid = recorded
+    lines = invoke(where, "export", sid).out.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert count_events(where.home, sid) == len(rows)
+    assert {"seq", "run_id", "run_seq", "event_type", "node_id", "created_at", "payload"} <= (
+        set(rows[0])
+    )
+    assert ["session_created", "session_created"] == [
+        rows[0]["event_type"], rows[0]["payload"]["event_type"]
+    ]
+
+
+# --- replay and verify ------------------------------------------------------------------
+
+
+def test_replay_of_an_untouched_session_is_identical_and_exits_0(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    result = invoke(where, "replay", sid, "--json")
+    doc = result.json()
+    assert (0, True, [], 5) == (result.code, doc["identical"], doc["divergences"], doc["runs"])
+    assert {"session_id", "identical", "events", "runs", "divergences"} <= set(doc)
+    human = invoke(where, "replay", sid)
+    assert f"{doc['events']} events in 5 runs reproduced identically\n" == human.out
+
+
+def test_replay_of_a_changed_recording_reports_the_divergence_and_exits_1(
+    demo_copy: tuple[Where, str],
+) -> None:
+    where, sid = demo_copy
+    # Today's code is fed another prompt than the one its first node recorded.
+    sql(where.home, f"UPDATE events_{sid} SET payload_json = replace(payload_json,"
+        " 'Plan a small', 'Plan a huge') WHERE event_type = 'run_started'")
+    result = invoke(where, "replay", sid, "--json")
+    doc = result.json()
+    assert (1, False) == (result.code, doc["identical"])
+    assert f"{sid}:brain:r1" == doc["divergences"][0]["run_id"]
+    human = invoke(where, "replay", sid)
+    assert 1 == human.code
+    assert "diverged" in human.out.splitlines()[0]
+
+
+def test_verify_of_a_healthy_session_and_of_all_sessions_is_ok(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    one = invoke(where, "verify", sid, "--json")
+    assert (0, {"ok": True}) == (one.code, {"ok": one.json()["ok"]})
+    assert [(sid, True, [])] == [
+        (s["session_id"], s["ok"], s["problems"]) for s in one.json()["sessions"]
+    ]
+    every = invoke(where, "verify", "--all")
+    assert 0 == every.code
+    assert "1 sessions verified: ok" in every.out
+
+
+def test_verify_finds_a_tampered_table_and_exits_1(demo_copy: tuple[Where, str]) -> None:
+    where, sid = demo_copy
+    sql(where.home, f"UPDATE nodes_{sid} SET role = 'tool' WHERE node_id = '{sid}:brain:r1:n1'")
+    result = invoke(where, "verify", "--all", "--json")
+    assert 1 == result.code
+    [session] = result.json()["sessions"]
+    assert not session["ok"]
+    assert any(f"nodes_{sid}[{sid}:brain:r1:n1].role" in p for p in session["problems"])
+
+
+def test_verify_finds_a_corrupt_task_wal_and_exits_1(demo_copy: tuple[Where, str]) -> None:
+    where, sid = demo_copy
+    wal = _wal(where, sid)
+    lines = wal.read_bytes().split(b"\n")
+    lines[2] = b"this is not json"
+    wal.write_bytes(b"\n".join(lines))
+    result = invoke(where, "verify", sid, "--json")
+    assert 1 == result.code
+    [problem] = result.json()["sessions"][0]["problems"]
+    assert problem.startswith(f"task WAL {sid}_brain_r1:") and ":3:" in problem
+    tasks = invoke(where, "tasks", sid, "--json").json()
+    assert (False, []) == (tasks["wal"]["available"], tasks["tasks"])
+
+
+@pytest.mark.parametrize("args", [[], ["SID", "--all"]])
+def test_verify_needs_exactly_one_of_a_session_or_all(
+    recorded: tuple[Where, str], args: list[str]
+) -> None:
+    where, sid = recorded
+    result = invoke(where, "verify", *[sid if a == "SID" else a for a in args])
+    assert (2, 1) == (result.code, len(result.err_lines()))
+
+
+# --- changing ---------------------------------------------------------------------------
+
+
+def test_switch_node_moves_the_active_node_and_show_follows(
+    demo_copy: tuple[Where, str],
+) -> None:
+    where, sid = demo_copy
+    result = invoke(where, "switch-node", sid, "brain:r1:n2", "--json")
+    assert 0 == result.code, result.err
+    assert {"session_id": sid, "from_node_id": f"{sid}:brain:r1:n4",
+            "to_node_id": f"{sid}:brain:r1:n2"} == result.json()
+    doc = invoke(where, "show", sid, "--json").json()
+    assert [f"{sid}:brain:r1:n1", f"{sid}:brain:r1:n2"] == doc["active_path"]
+    assert 0 == invoke(where, "verify", sid).code
+
+
+def test_resume_of_a_session_without_an_interrupted_run_is_refused(
+    recorded: tuple[Where, str],
+) -> None:
+    where, sid = recorded
+    result = invoke(where, "resume", sid)
+    assert 2 == result.code
+    assert [f"error: session {sid} has no interrupted run; nothing to resume"] == (
+        result.err_lines()
+    )
+
+
+# --- bad input --------------------------------------------------------------------------
+
+BAD_INPUTS = [
+    (["show", "../x"], "invalid session id '../x'"),
+    (["show", "sess_19990101_000000_dead"], "unknown session sess_19990101_000000_dead"),
+    (["timeline", "../x"], "invalid session id"),
+    (["timeline", "SID", "--run", "brain:r9"], "has no run 'brain:r9'"),
+    (["timeline", "SID", "--type", "nope"], "unknown event type 'nope'"),
+    (["tasks", "sess_19990101_000000_dead"], "unknown session"),
+    (["replay", "../x"], "invalid session id"),
+    (["resume", "sess_19990101_000000_dead"], "unknown session"),
+    (["verify", "../x"], "invalid session id"),
+    (["switch-node", "SID", "no_such_node"], "cannot switch to unknown node 'no_such_node'"),
+    (["switch-node", "../x", "n1"], "invalid session id"),
+    (["export", "sess_19990101_000000_dead"], "unknown session"),
+    (["demo", "--workers", "0"], "Invalid value for '--workers'"),
+    (["sessions", "--bogus"], "No such option: --bogus"),
+    (["show"], "Missing argument 'SESSION'"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize(("args", "fragment"), BAD_INPUTS)
+def test_bad_input_is_one_line_on_stderr_exit_2_and_writes_nothing(
+    recorded: tuple[Where, str], args: list[str], fragment: str
+) -> None:
+    where, sid = recorded
+    before = total_rows(where.home)
+    result = invoke(where, *[sid if a == "SID" else a for a in args])
+    assert 2 == result.code
+    [line] = result.err_lines()
+    assert line.startswith("error: ") and fragment in line, line
+    assert "" == result.out
+    assert before == total_rows(where.home)
+
+
+def test_a_read_command_on_a_missing_home_is_refused_without_creating_it(empty: Where) -> None:
+    result = invoke(empty, "show", "sess_19990101_000000_dead")
+    assert 2 == result.code
+    assert "holds no sessions" in result.err
+    assert not empty.home.exists()
+
+
+# --- real processes: crash, resume, verify, replay --------------------------------------
+
+
+def test_a_demo_killed_by_sigkill_resumes_verifies_and_replays_identically(
+    empty: Where,
+) -> None:
+    child = spawn(empty, "demo", "--slow", "150")
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    assert first.startswith("session sess_"), first
+    sid = first.split()[1]
+    deadline = time.monotonic() + 30
+    while count_events(empty.home, sid) < 12 and child.poll() is None:
+        assert time.monotonic() < deadline, "the demo never committed 12 events"
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    assert -signal.SIGKILL == child.returncode
+
+    listed = run_process(empty, "sessions", "--json").json()
+    assert [(sid, True)] == [(s["session_id"], s["interrupted"]) for s in listed]
+    resumed = run_process(empty, "resume", sid)
+    assert 0 == resumed.code, resumed.err
+    assert f"session {sid}: completed" == resumed.out.splitlines()[0]
+    verified = run_process(empty, "verify", sid)
+    assert 0 == verified.code, verified.out + verified.err
+    replayed = run_process(empty, "replay", sid, "--json")
+    assert (0, True) == (replayed.code, replayed.json()["identical"]), replayed.out
+
+
+def test_a_fault_injected_kill_after_40_events_is_resumed_by_the_cli(empty: Where) -> None:
+    killed = run_process(empty, "demo", CLEW_FAULT_KILL_AFTER_EVENTS="40")
+    assert -signal.SIGKILL == killed.code
+    sid = killed.out.split()[1]
+    assert 41 >= count_events(empty.home, sid) >= 40
+    assert 0 == invoke(empty, "resume", sid, "--json").code
+    assert 0 == invoke(empty, "verify", sid).code
+    assert 0 == invoke(empty, "replay", sid).code
+
+
+def test_a_killed_scripted_run_resumes_with_the_recorded_model_spec(
+    empty: Where, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"rules": [
+        {"role": "router", "replies": [{"json": {"primary_role": "lead", "workers": [
+            {"id": "w1", "role": "helper", "goal": "help"}]}}]},
+        {"role": "helper", "replies": [{"text": "helped"}]},
+        {"role": "lead", "replies": [{"text": "Done."}]},
+    ]}))
+    killed = run_process(empty, "run", "go", "--model", f"scripted:{script}",
+                         CLEW_FAULT_KILL_AFTER_EVENTS="12")
+    assert -signal.SIGKILL == killed.code
+    [info] = invoke(empty, "sessions", "--json").json()
+    assert info["interrupted"]
+    resumed = invoke(empty, "resume", info["session_id"], "--json")
+    assert (0, "completed", "Done.") == (
+        resumed.code, resumed.json()["status"], resumed.json()["answer"]
+    )
+
+
+def test_library_logs_go_to_stderr_so_json_stdout_stays_one_document(
+    demo_copy: tuple[Where, str],
+) -> None:
+    where, sid = demo_copy
+    with _wal(where, sid).open("ab") as f:
+        f.write(b"torn")
+    result = run_process(where, "tasks", sid, "--json", CLEW_LOG_LEVEL="info")
+    assert 0 == result.code
+    assert sid == result.json()["session_id"]
+    assert "task_wal_torn_tail" in result.err
+
+
+def test_the_readme_embedding_example_is_the_code_of_examples_embed_py() -> None:
+    root = Path(__file__).resolve().parents[2]
+    embed = (root / "examples" / "embed.py").read_text(encoding="utf-8")
+    body = embed.split('"""', 2)[2].strip("\n")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert f"```python\n{body}\n```" in readme
+
+
+def test_help_lists_every_command_of_the_contract() -> None:
+    result = invoke(None, "--help")
+    assert 0 == result.code
+    for command in ("demo", "run", "sessions", "show", "timeline", "tasks", "replay", "resume",
+                    "verify", "switch-node", "export"):
+        assert command in result.out
