@@ -232,6 +232,7 @@ def call_model(
             request_hash=request_hash(request),
             messages=request.messages,
             tools=[s.name for s in specs],
+            system=system,
         )
 
         def live(

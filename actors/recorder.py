@@ -21,7 +21,6 @@ three modes and switches from the first to the second by itself:
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -150,7 +149,6 @@ class RunRecorder:
         self.emitted = 0
         self.compared = 0
         self.call_index = 0
-        self._lock = threading.Lock()
 
     # --- state ---------------------------------------------------------------------------
 

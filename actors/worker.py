@@ -63,8 +63,13 @@ class ResultInbox:
             self._arrived.append(delivery)
             self._cond.notify_all()
 
-    def take(self, task_id: str | None = None, timeout: float = 600.0) -> Delivery:
-        """Return the first arrived delivery (or the one for ``task_id``), waiting for it."""
+    def take(self, task_id: str | None = None, timeout: float | None = None) -> Delivery:
+        """Return the first arrived delivery (or the one for ``task_id``), waiting for it.
+
+        No timeout by default: a worker may legitimately run for a long time (many
+        turns of a slow model), and every worker delivers exactly once — its
+        ``on_failure`` delivers a failed result if it crashes.
+        """
         with self._cond:
             while True:
                 for d in self._arrived:

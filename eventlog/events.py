@@ -168,6 +168,8 @@ class ModelRequested(_Event, frozen=True, kw_only=True, tag="model_requested"):
     request_hash: str
     messages: list[Message] = msgspec.field(default_factory=list)
     tools: list[str] = msgspec.field(default_factory=list)
+    #: The system prompt (covered by the hash too): a replay diff then shows the text.
+    system: str = ""
 
 
 class ModelResponded(_Event, frozen=True, kw_only=True, tag="model_responded"):

@@ -52,7 +52,7 @@ def test_a_changed_prompt_template_diverges_at_each_workers_first_model_request(
         assert ["review:r1", "w1:r1", "w2:r1", "w3:r1"] == sorted(diverged)
         for d in diverged.values():
             assert ("model_requested", "model_requested") == (d.expected_type, d.actual_type)
-            assert ["request_hash"] == [f.path for f in d.diff]
+            assert ["request_hash", "system"] == [f.path for f in d.diff]
         first_request = {
             e.run_id: e.run_seq
             for e in reversed(rt.store.read_events(sid))
