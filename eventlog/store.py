@@ -1,0 +1,56 @@
+"""The event store contract every backend implements (SQLite now; PostgreSQL next).
+
+``tests/eventlog/store_conformance.py`` is the executable form of this contract:
+each backend runs it through its own factory fixture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from eventlog.errors import ClewError
+from eventlog.records import (
+    AgentRow,
+    AppendRequest,
+    ArtifactRow,
+    NodeRow,
+    RunRow,
+    SessionRow,
+    StoredEvent,
+)
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Append-only events per session, plus the materialised rows written with them."""
+
+    artifact_threshold: int
+
+    def append_batch(
+        self, requests: Sequence[AppendRequest]
+    ) -> list[list[StoredEvent] | ClewError]:
+        """Append in one transaction; a failing request is rolled back alone."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+    def session_exists(self, session_id: str) -> bool: ...
+    def read_session(self, session_id: str) -> SessionRow: ...
+    def list_sessions(self) -> list[SessionRow]: ...
+    def read_events(
+        self, session_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]: ...
+    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]: ...
+    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
+    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
+    def count_events(self, session_id: str) -> int: ...
+    def read_node(self, session_id: str, node_id: str) -> NodeRow | None: ...
+    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]: ...
+    def read_nodes(self, session_id: str) -> list[NodeRow]: ...
+    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]: ...
+    def read_agents(self, session_id: str) -> list[AgentRow]: ...
+    def read_runs(self, session_id: str) -> list[RunRow]: ...
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]: ...
