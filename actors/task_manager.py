@@ -297,6 +297,18 @@ class TaskManager(pykka.ThreadingActor):
         """Return the ids of the tasks of ``name`` that can start now."""
         return self._get(name).dag.ready()
 
+    def blocked(self, name: str) -> list[str]:
+        """Return the ids of the tasks of ``name`` held back by a failed/cancelled upstream."""
+        return self._get(name).dag.blocked()
+
+    def topological_order(self, name: str) -> list[str]:
+        """Return every task of ``name`` after all its dependencies."""
+        return self._get(name).dag.topological_order()
+
+    def dependents(self, name: str, task_id: str, transitive: bool = False) -> list[str]:
+        """Return the tasks of ``name`` that depend on ``task_id`` (or transitively)."""
+        return self._get(name).dag.dependents(task_id, transitive=transitive)
+
     def board(self, name: str) -> str:
         """Return the compact text board of ``name``."""
         return self._get(name).dag.task_board()
@@ -384,6 +396,19 @@ class TaskManagerHandle:
     def ready(self, name: str) -> list[str]:
         """Return the ids of the tasks of ``name`` that can start now."""
         return cast(list[str], self._get(self._proxy.ready(name)))
+
+    def blocked(self, name: str) -> list[str]:
+        """Return the ids of the tasks of ``name`` held back by a failed/cancelled upstream."""
+        return cast(list[str], self._get(self._proxy.blocked(name)))
+
+    def topological_order(self, name: str) -> list[str]:
+        """Return every task of ``name`` after all its dependencies."""
+        return cast(list[str], self._get(self._proxy.topological_order(name)))
+
+    def dependents(self, name: str, task_id: str, transitive: bool = False) -> list[str]:
+        """Return the tasks of ``name`` that depend on ``task_id`` (or transitively)."""
+        future = self._proxy.dependents(name, task_id, transitive)
+        return cast(list[str], self._get(future))
 
     def board(self, name: str) -> str:
         """Return the compact text board of ``name``."""

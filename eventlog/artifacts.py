@@ -6,6 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from eventlog.durable_fs import fsync_dir, make_dirs_durable
 from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
 
@@ -19,6 +20,8 @@ class ArtifactFiles:
     def write(self, session_id: str, data: bytes, ext: str = "json") -> tuple[str, str, int]:
         """Write ``data`` durably (tmp file, fsync, rename, fsync dir) unless already there.
 
+        A directory created on the way is fsynced into its parent too.
+
         Returns:
             ``(relative_path, sha256_hex, size_bytes)``; the path is relative to ``root``.
         """
@@ -29,18 +32,14 @@ class ArtifactFiles:
         if final.exists() and final.stat().st_size == len(data):
             return rel, sha, len(data)
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs_durable(final.parent)
             tmp = final.with_suffix(f".{ext}.tmp{os.getpid()}")
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, final)
-            dir_fd = os.open(final.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            fsync_dir(final.parent)
         except OSError as e:
             raise StoreError(f"cannot write artifact {rel}: {e.strerror or e}") from e
         return rel, sha, len(data)

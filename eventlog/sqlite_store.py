@@ -536,7 +536,11 @@ class SQLiteStore(SQLiteReads):
     def _materialise(
         self, conn: apsw.Connection, sid: str, req: AppendRequest, event: Event
     ) -> None:
-        """Apply ``event`` to the materialised tables (same transaction as its row)."""
+        """Apply ``event`` to the materialised tables (same transaction as its row).
+
+        The global tables are keyed globally, so an update names the session too: an
+        event of one session never changes another session's agent or run row.
+        """
         at = req.created_at
         match event:
             case NodeAppended(node=node, activate=activate):
@@ -573,8 +577,8 @@ class SQLiteStore(SQLiteReads):
             case AgentStatusChanged(agent_id=agent_id, status=status, result=result):
                 conn.execute(
                     "UPDATE agents SET status = ?, result_json = COALESCE(?, result_json),"
-                    " updated_at = ? WHERE agent_id = ?",
-                    (status, _json_or_none(result), at, agent_id),
+                    " updated_at = ? WHERE agent_id = ? AND session_id = ?",
+                    (status, _json_or_none(result), at, agent_id, sid),
                 )
             case RunStarted():
                 meta = {
@@ -592,7 +596,8 @@ class SQLiteStore(SQLiteReads):
             case RunEnded():
                 conn.execute(
                     "UPDATE runs SET status = ?, end_reason = ?, end_node_id = ?, turn_count = ?,"
-                    " usage_json = ?, error_json = ?, updated_at = ? WHERE run_id = ?",
+                    " usage_json = ?, error_json = ?, updated_at = ?"
+                    " WHERE run_id = ? AND session_id = ?",
                     (
                         event.status,
                         event.end_reason,
@@ -602,6 +607,7 @@ class SQLiteStore(SQLiteReads):
                         _json_or_none(event.error),
                         at,
                         event.run_id,
+                        sid,
                     ),
                 )
             case ArtifactCreated():

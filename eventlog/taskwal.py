@@ -32,6 +32,7 @@ from typing import Any, Literal
 import msgspec
 import structlog
 
+from eventlog.durable_fs import fsync_dir, make_dirs_durable
 from eventlog.errors import InvalidName, TaskWalError
 from eventlog.ids import Clock, validate_session_id
 
@@ -286,16 +287,13 @@ class TaskWal:
     def _open_fd(self) -> int:
         if self._fd is None:
             created = not self.path.exists()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # New directories (``.clew/tasks/<sid>``) are fsynced into their parents.
+            make_dirs_durable(self.path.parent)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             if created:
                 # The new directory entry must be durable too, or a crash could lose a
                 # file whose lines were all fsynced.
-                dfd = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
+                fsync_dir(self.path.parent)
         return self._fd
 
     def append(self, events: Sequence[TaskEvent]) -> list[WalRecord]:

@@ -130,7 +130,19 @@ class _WriterActor(pykka.ThreadingActor):
                     break
             if not batch:
                 return
-            results = self._store.append_batch([req for req, _ in batch])
+            try:
+                results = self._store.append_batch([req for req, _ in batch])
+            except Exception as e:
+                # append_batch settles every failure it expects into the results; getting
+                # here means the write connection is in an unknown state. The drained
+                # batch is no longer in the queue, so on_failure would not fail it: fail
+                # it now (its callers would otherwise wait for their timeout), then crash.
+                error = StoreError(f"the storage writer failed: {e!r}")
+                with self._resolved:
+                    for _, fut in batch:
+                        fut._error, fut._done = error, True
+                    self._resolved.notify_all()
+                raise
             committed: list[StoredEvent] = []
             for result in results:
                 if isinstance(result, list):

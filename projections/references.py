@@ -112,7 +112,8 @@ def read_file_reference(token: str, target: str, project_root: Path) -> Referenc
         root = project_root.resolve()
         # resolve() follows every symlink and ``..``; the check is on the real path.
         path = (root / target).resolve()
-    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop (Python 3.11)
+    except (OSError, RuntimeError, ValueError) as e:
+        # RuntimeError: a symlink loop (Python 3.11); ValueError: an embedded NUL byte.
         return missing(f"cannot resolve the path: {e}")
     if path != root and root not in path.parents:
         return missing("outside the project root")

@@ -46,12 +46,15 @@ _Entry = tuple[Node, int, str]
 class NodeTree:
     """The node tree of one session, folded from its events (mutable, owned by its folder)."""
 
-    __slots__ = ("_children", "_entries", "active_node_id", "problems", "strict")
+    __slots__ = ("_children", "_dangling", "_entries", "active_node_id", "problems", "strict")
 
     def __init__(self, *, strict: bool = True) -> None:
         self._entries: dict[str, _Entry] = {}
         # Created on a node's first child only: most nodes are leaves or have one child.
         self._children: dict[str | None, list[str]] = {}
+        # Lenient mode only: parent ids that were missing when a child named them. A node
+        # that later takes such an id may close a cycle (a → b, then b → a).
+        self._dangling: set[str] = set()
         self.active_node_id: str | None = None
         self.strict = strict
         self.problems: list[str] = []
@@ -84,7 +87,11 @@ class NodeTree:
                 self._problem(f"node {node_id!r} is its own parent (a cycle)")
             else:
                 self._problem(f"node {node_id!r} has a dangling parent {parent!r}")
+                self._dangling.add(parent)
         entries[node_id] = (node, len(entries) + 1, created_at)
+        if node_id in self._dangling:
+            self._dangling.discard(node_id)
+            self._check_cycle_through(node_id)
         kids = self._children.get(parent)
         if kids is None:
             self._children[parent] = [node_id]
@@ -92,6 +99,19 @@ class NodeTree:
             kids.append(node_id)
         if activate:
             self.active_node_id = node_id
+
+    def _check_cycle_through(self, node_id: str) -> None:
+        """Report a parent cycle through ``node_id`` (only possible in lenient mode)."""
+        trail = [node_id]
+        current = self._entries[node_id][0].parent_id
+        limit = len(self._entries)
+        while current is not None and current in self._entries and len(trail) <= limit:
+            if current == node_id:
+                names = " → ".join([*trail, node_id])
+                self._problem(f"node {node_id!r} is its own ancestor (a cycle: {names})")
+                return
+            trail.append(current)
+            current = self._entries[current][0].parent_id
 
     def switch(self, node_id: str) -> None:
         """Make ``node_id`` the active node.

@@ -429,3 +429,15 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_change(tmp_path: Path) -> 
         report = h.open("burst")
         assert (True, len(records)) == (report.available, report.lines)
         assert TaskDag.rebuild(r.event for r in records) == h.snapshot("burst")
+
+
+def test_the_blocked_set_topological_order_and_dependents_are_queries_of_the_actor(
+    handle: TaskManagerHandle,
+) -> None:
+    seed_plan(handle)
+    handle.set_status("plan", "a", "running")
+    handle.set_status("plan", "a", "failed")
+    assert ["b", "c"] == handle.blocked("plan")
+    assert ["a", "b", "c"] == handle.topological_order("plan")
+    assert ["b"] == handle.dependents("plan", "a")
+    assert ["b", "c"] == handle.dependents("plan", "a", transitive=True)

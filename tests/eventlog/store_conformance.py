@@ -472,6 +472,19 @@ class StoreConformance:
         assert [] == session.read_agents(SID)
         assert ["a9"] == [a.agent_id for a in session.read_agents(OTHER)]
 
+    def test_an_event_naming_another_sessions_agent_or_run_leaves_that_row_alone(
+        self, session: Store
+    ) -> None:
+        append(session, created(OTHER),
+               req(AgentCreated(agent_id="a9", agent_type="main"), OTHER),
+               req(RunStarted(run_id="r9", agent_id="a9"), OTHER, run_id="r9"))
+        agents_before, runs_before = session.read_agents(OTHER), session.read_runs(OTHER)
+        append(session,
+               req(AgentStatusChanged(agent_id="a9", status="failed", result={"x": 1})),
+               req(RunEnded(run_id="r9", status="failed", end_reason="failed"), run_id="r9"))
+        assert agents_before == session.read_agents(OTHER)
+        assert runs_before == session.read_runs(OTHER)
+
     # --- oversize JSON --------------------------------------------------------------------
 
     def test_an_oversize_json_block_becomes_a_fsynced_artifact_file_and_a_ref(

@@ -263,3 +263,28 @@ def test_the_wal_path_lives_under_the_project_clew_tasks_session_dir(tmp_path: P
 def test_an_unsafe_session_id_is_refused_in_the_wal_path(tmp_path: Path, session_id: str) -> None:
     with pytest.raises(InvalidSessionId):
         wal_path(tmp_path, session_id, "plan")
+
+
+def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("names fsynced fds through /proc/self/fd")
+    project = tmp_path / "project"
+    project.mkdir()
+    path = wal_path(project, "sess_1", "plan")
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    _write(path, EVENTS[:1])
+    monkeypatch.undo()
+    root = project.resolve()
+    # .clew, .clew/tasks and .clew/tasks/sess_1 are new: a power loss must not drop them.
+    expected = {str(root), str(root / ".clew"), str(root / ".clew" / "tasks"),
+                str(root / ".clew" / "tasks" / "sess_1"), str(path.resolve())}
+    assert expected <= set(synced)

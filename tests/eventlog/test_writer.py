@@ -234,3 +234,24 @@ def test_the_writer_keeps_a_bad_request_from_stopping_the_queue(writer: Writer) 
     with pytest.raises(InvalidSessionId):
         future.get(timeout=WAIT)
     assert 2 == after.get(timeout=WAIT)[0].seq
+
+
+def test_a_store_that_raises_fails_the_drained_batch_at_once_instead_of_hanging(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(path)
+    w = Writer(store)
+    w.append(created())
+
+    def broken(_requests: object) -> object:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(store, "append_batch", broken)
+    future = w.submit(todo("lost"))
+    # Before the fix the future never resolved: the caller waited for its whole timeout.
+    with pytest.raises(StoreError, match="the disk went away"):
+        future.get(timeout=5)
+    # Later requests fail too (the writer stopped), whether refused or drained by on_failure.
+    with pytest.raises(StoreError, match=r"stopped|crashed"):
+        w.submit(todo("after")).get(timeout=5)
+    w.stop()

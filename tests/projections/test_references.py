@@ -121,3 +121,10 @@ def test_markers_are_found_once_and_emails_are_not_markers() -> None:
 def test_a_prompt_without_markers_is_unchanged(project: Path) -> None:
     expanded = expand_references("plain prompt", project, no_sessions)
     assert ("plain prompt", []) == (expanded.prompt, expanded.references)
+
+
+def test_a_nul_byte_in_a_path_is_a_missing_reference_not_an_exception(project: Path) -> None:
+    ref = only_ref("look at @src/a\x00.py", project)
+    assert isinstance(ref, MissingReference)
+    assert "src/a\x00.py" == ref.target
+    assert ref.reason.startswith("cannot resolve the path")

@@ -165,3 +165,17 @@ def test_the_report_is_plain_data(store: SQLiteStore) -> None:
     decoded = msgspec.json.decode(msgspec.json.encode(report), type=type(report))
     assert report == decoded
     assert "runs[run_1].turn_count: expected 1, actual 7" == report.lines()[1]
+
+
+def test_a_parent_cycle_in_the_log_is_reported_by_verify_naming_the_node(tmp_path: Path) -> None:
+    # a names a parent b that does not exist yet; b then names a: a → b → a. The store
+    # keeps both rows, so only the integrity check can tell.
+    steps = [*BASE,
+             Step(event=NodeAppended(node=user("a", "b")), created_at="t6", agent_id="main"),
+             Step(event=NodeAppended(node=user("b", "a")), created_at="t7", agent_id="main")]
+    store = write(tmp_path / "s.sqlite", steps)
+    report = verify(store, SESSION_ID)
+    assert [] == report.differences
+    assert ["node 'a' has a dangling parent 'b'",
+            "node 'b' is its own ancestor (a cycle: b → a → b)"] == report.integrity_errors
+    store.close()
