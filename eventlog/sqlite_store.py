@@ -294,8 +294,16 @@ class SQLiteStore(SQLiteReads):
                 try:
                     try:
                         stored = self._append_one(conn, req, pending)
+                    except ClewError:
+                        raise
                     except (apsw.Error, OSError) as e:
                         raise translate_error(e, f"appending {event_type_of(req.event)}") from e
+                    except (TypeError, ValueError) as e:
+                        # A payload msgspec cannot encode (an object() in metadata, …)
+                        # is this request's fault alone, not its batch's.
+                        raise StoreError(
+                            f"cannot store {event_type_of(req.event)}: {e}"
+                        ) from e
                 except ClewError as e:
                     results[i] = e
                     if not savepoints:

@@ -12,7 +12,7 @@ import apsw
 import pytest
 
 from eventlog.errors import ClewError, InvalidSessionId, StoreError
-from eventlog.events import SessionCreated, TodoUpdated
+from eventlog.events import AgentCreated, SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest
 from eventlog.schema import MIGRATIONS
 from eventlog.sqlite_store import SQLiteStore, translate_errors
@@ -279,3 +279,17 @@ def test_clew_errors_pass_through_translation_unchanged(error: ClewError) -> Non
 def test_other_exceptions_are_not_translated() -> None:
     with pytest.raises(KeyError), translate_errors("op"):
         raise KeyError("bug")
+
+
+def test_an_unencodable_payload_fails_only_its_own_request(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created())
+    bad = AppendRequest(
+        session_id=SID,
+        event=AgentCreated(agent_id="a1", agent_type="sub", metadata={"x": object()}),
+        created_at="t",
+    )
+    results = store.append_batch([todo("a"), bad, todo("b")])
+    assert [False, True, False] == [isinstance(r, StoreError) for r in results]
+    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
+    store.close()
