@@ -29,7 +29,9 @@ class ArtifactFiles:
         sha = hashlib.sha256(data).hexdigest()
         rel = f"{sid}/{sha}.{ext}"
         final = self.root / rel
-        if final.exists() and final.stat().st_size == len(data):
+        # Content-addressed: an existing file is reused only if its bytes really are
+        # ``data`` (a same-size file left corrupt by a crash is rewritten).
+        if final.exists() and final.stat().st_size == len(data) and final.read_bytes() == data:
             return rel, sha, len(data)
         try:
             make_dirs_durable(final.parent)
