@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any, NoReturn
 
 import msgspec
@@ -44,7 +46,7 @@ from eventlog.errors import UnknownSession as UnknownSessionError
 from eventlog.events import EVENT_TYPES, ModelFailed
 from eventlog.ids import validate_session_id
 from eventlog.records import SessionRow
-from projections.tree import NodeTree, UnknownNode
+from projections.tree import NodeTree, UnknownNode, check_switch_target
 
 app = typer.Typer(
     name="clew",
@@ -94,16 +96,43 @@ _before_command: dict[str, str | None] = {}
 
 
 def _where(home: str | None, project: str | None) -> _Where:
+    """Resolve ``--home`` / ``--project``.
+
+    Raises:
+        CliError: ``--project`` names no directory (a typo must not create one).
+    """
     chosen_home = home or _before_command.get("home")
     chosen_project = project or _before_command.get("project")
-    return _Where(
-        home=default_home(os.environ, chosen_home),
-        project=Path(chosen_project).expanduser() if chosen_project else Path.cwd(),
-    )
+    chosen = Path(chosen_project).expanduser() if chosen_project else Path.cwd()
+    if not chosen.is_dir():
+        raise CliError(f"--project {chosen} is not a directory")
+    return _Where(home=default_home(os.environ, chosen_home), project=chosen)
+
+
+#: Fault-injection variables ``Runtime.from_env`` reads; checked here so a typo is one line.
+_FAULT_VARS = ("CLEW_FAULT_KILL_AFTER_EVENTS", "CLEW_FAULT_KILL_BEFORE_TOOL")
 
 
 def _open(where: _Where) -> Runtime:
-    return Runtime.from_env(os.environ, home=str(where.home), project_dir=str(where.project))
+    """Open the runtime on the home.
+
+    Raises:
+        CliError: a fault variable is not a whole number, or the home cannot be made or
+            opened (a file in the way, no permission).
+    """
+    for name in _FAULT_VARS:
+        value = os.environ.get(name)
+        try:
+            int(value) if value else None  # exactly what Runtime.from_env will do
+        except ValueError:
+            raise CliError(f"{name} must be a whole number, not {value!r}") from None
+    try:
+        return Runtime.from_env(os.environ, home=str(where.home), project_dir=str(where.project))
+    except OSError as e:
+        why = e.strerror or str(e)
+        if e.filename is not None and str(e.filename) != str(where.home):
+            why += f": {e.filename}"
+        raise CliError(f"cannot open the clew home {where.home}: {why}") from e
 
 
 def _exists(where: _Where) -> bool:
@@ -352,7 +381,7 @@ def timeline(
         raise CliError(f"unknown event type {unknown[0]!r}; known: {known}")
     with _session(where, session) as (rt, row):
         sid = row.session_id
-        run = resolve_run(rt.store, sid, run_id) if run_id else None
+        run = resolve_run(rt.store, sid, run_id) if run_id is not None else None
         wanted = set(types) if types else None
         events = [
             e for e in rt.store.iter_events(sid)
@@ -460,6 +489,9 @@ def switch_node(
         sid = row.session_id
         known = {n.node_id for n in rt.store.read_nodes(sid)}
         target = node if node in known or f"{sid}:{node}" not in known else f"{sid}:{node}"
+        # Refused here, before the runtime takes (and writes) the session's owner lock.
+        check_switch_target(NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id),
+                            target)
         previous = rt.switch_node(sid, target)
     if as_json:
         _json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
@@ -503,11 +535,31 @@ def _usage_error(e: Exception) -> int | None:
     return code
 
 
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """Stop at once on Ctrl-C: one line on stderr, exit 130.
+
+    A ``KeyboardInterrupt`` does not stop a run: the runtime's actors finish it before the
+    main thread can unwind (measured: a Ctrl-C early in ``demo --slow 1000`` returned ~5 s
+    later, after the whole run, with no message). Exiting at once is safe by design: every
+    committed event is durable, and a session killed mid-run is flagged interrupted and
+    finished by ``clew resume`` (the SIGKILL crash tests pin this).
+    """
+    with suppress(OSError, ValueError):  # a closed or broken stdout must not stop the exit
+        sys.stdout.flush()
+    os.write(2, b"error: interrupted; a session left mid-run finishes with: clew resume SESSION\n")
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the clew CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     configure_logging()
     _before_command.clear()
+    # Only the process's own entry point exits on Ctrl-C; a caller of main() (tests, an
+    # embedding program) keeps its handler.
+    # A process started with Ctrl-C ignored (nohup, a background job) keeps ignoring it.
+    own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, _interrupted) if own else None
     try:
         result = app(args=args, prog_name="clew", standalone_mode=False)
     except typer.Abort:
@@ -528,6 +580,9 @@ def main(argv: list[str] | None = None) -> int:
         if code is None:
             raise
         return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     return result if isinstance(result, int) else 0
 
 

@@ -13,6 +13,12 @@ import sys
 from collections.abc import Mapping
 
 import structlog
+from structlog.typing import EventDict, WrappedLogger
+
+#: Library events whose content every command prints itself (the run outcome's error):
+#: rendering them too would put a second line on stderr next to the command's own
+#: ``error: …`` line, and exit 2 promises exactly one.
+REPORTED_BY_THE_CLI = frozenset({"brain_run_failed"})
 
 
 class _StderrLogger:
@@ -24,6 +30,12 @@ class _StderrLogger:
     debug = info = warning = warn = error = critical = exception = fatal = log = msg
 
 
+def _drop_reported(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    if event_dict.get("event") in REPORTED_BY_THE_CLI:
+        raise structlog.DropEvent
+    return event_dict
+
+
 def configure_logging(env: Mapping[str, str] | None = None) -> None:
     """Render structlog to stderr at ``$CLEW_LOG_LEVEL`` (default: warning and above)."""
     env = os.environ if env is None else env
@@ -31,6 +43,7 @@ def configure_logging(env: Mapping[str, str] | None = None) -> None:
     level = logging.getLevelNamesMapping().get(name, logging.WARNING)
     structlog.configure(
         processors=[
+            _drop_reported,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             structlog.dev.ConsoleRenderer(colors=False),

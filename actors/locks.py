@@ -44,10 +44,20 @@ class SessionLock:
             self._fd = None
 
     def held_elsewhere(self) -> bool:
-        """True when some live process holds the lock (probe: try it and let go)."""
-        if not self.path.exists():
+        """True when some live process holds the lock (probe: try it and let go).
+
+        The probe opens the file read-only and writes nothing.
+        """
+        if self._fd is not None:
             return False
-        if self.acquire():
-            self.release()
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
             return False
-        return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's lock, if it got one
+        return False

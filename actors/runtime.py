@@ -140,13 +140,21 @@ class Runtime:
         """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew``; read fault env vars."""
         env = os.environ if env is None else env
         chosen = home or env.get("CLEW_HOME") or str(Path("~/.clew").expanduser())
+        def count(name: str) -> int | None:
+            raw = env.get(name)
+            if not raw:
+                return None
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ClewError(f"{name} must be a positive integer, not {raw!r}") from None
+            if value < 1:
+                raise ClewError(f"{name} must be a positive integer, not {raw!r}")
+            return value
+
         fault = FaultPlan(
-            kill_after_events=int(env["CLEW_FAULT_KILL_AFTER_EVENTS"])
-            if env.get("CLEW_FAULT_KILL_AFTER_EVENTS")
-            else None,
-            kill_before_tool=int(env["CLEW_FAULT_KILL_BEFORE_TOOL"])
-            if env.get("CLEW_FAULT_KILL_BEFORE_TOOL")
-            else None,
+            kill_after_events=count("CLEW_FAULT_KILL_AFTER_EVENTS"),
+            kill_before_tool=count("CLEW_FAULT_KILL_BEFORE_TOOL"),
         )
         return cls(chosen, project_dir, fault=fault, **kwargs)
 

@@ -22,7 +22,7 @@ from _cli_helpers import (
     total_rows,
 )
 
-from tests.actors.providers.fake_server import FakeServer
+from tests.actors.providers.fake_server import FakeServer, Reply
 
 TASK_IDS = ["w1", "w2", "w3", "primary", "review"]
 
@@ -363,6 +363,7 @@ BAD_INPUTS = [
     (["show", "sess_19990101_000000_dead"], "unknown session sess_19990101_000000_dead"),
     (["timeline", "../x"], "invalid session id"),
     (["timeline", "SID", "--run", "brain:r9"], "has no run 'brain:r9'"),
+    (["timeline", "SID", "--run", ""], "has no run ''"),
     (["timeline", "SID", "--type", "nope"], "unknown event type 'nope'"),
     (["tasks", "sess_19990101_000000_dead"], "unknown session"),
     (["replay", "../x"], "invalid session id"),
@@ -390,6 +391,73 @@ def test_bad_input_is_one_line_on_stderr_exit_2_and_writes_nothing(
     assert line.startswith("error: ") and fragment in line, line
     assert "" == result.out
     assert before == total_rows(where.home)
+
+
+def test_an_unusable_home_project_or_fault_variable_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory")
+    project = tmp_path / "project"
+    project.mkdir()
+    cases = [
+        (Where(a_file, project), {}, "cannot open the clew home"),
+        (Where(tmp_path / "home", a_file), {}, "is not a directory"),
+        (Where(tmp_path / "home", tmp_path / "no_such_project"), {}, "is not a directory"),
+        (Where(tmp_path / "home", project), {"CLEW_FAULT_KILL_AFTER_EVENTS": "abc"},
+         "CLEW_FAULT_KILL_AFTER_EVENTS must be a whole number, not 'abc'"),
+    ]
+    for where, env, fragment in cases:
+        with monkeypatch.context() as m:
+            for name, value in env.items():
+                m.setenv(name, value)
+            result = invoke(where, "demo")
+        assert 2 == result.code, (where, result.err)
+        [line] = result.err_lines()
+        assert line.startswith("error: ") and fragment in line, line
+        assert "" == result.out
+        assert not (tmp_path / "home").exists()
+        assert not (tmp_path / "no_such_project").exists()
+
+
+def test_switch_node_to_a_missing_node_does_not_touch_the_session_lock(
+    demo_copy: tuple[Where, str],
+) -> None:
+    where, sid = demo_copy
+    lock = where.home / "locks" / f"{sid}.lock"
+    lock.write_text("untouched")
+    result = invoke(where, "switch-node", sid, f"{sid}:brain:r9:n1")
+    assert 2 == result.code
+    assert "untouched" == lock.read_text()
+
+
+def test_a_run_whose_model_fails_is_one_line_on_stderr(empty: Where) -> None:
+    with FakeServer() as server:
+        server.reply(Reply(status=401, body={"error": {"message": "bad key"}}))
+        result = invoke(empty, "run", "hello", "--model", "openai:m", "--base-url", server.url)
+    assert 2 == result.code
+    [line] = result.err_lines()
+    assert line.startswith("error: the model failed:") and "HTTP 401: bad key" in line, line
+
+
+def test_ctrl_c_stops_a_demo_at_once_and_leaves_it_resumable(empty: Where) -> None:
+    child = spawn(empty, "demo", "--slow", "1000")
+    assert child.stdout is not None
+    sid = child.stdout.readline().split()[1]
+    deadline = time.monotonic() + 30
+    while count_events(empty.home, sid) < 6 and child.poll() is None:
+        assert time.monotonic() < deadline, "the demo never committed 6 events"
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = child.communicate(timeout=30)
+    # The rest of the run takes ~5 s at --slow 1000; a Ctrl-C must not wait for it.
+    assert time.monotonic() - sent < 2.0
+    assert 130 == child.returncode
+    assert 1 == len(err.strip().splitlines()) and "interrupted" in err, err
+    [info] = run_process(empty, "sessions", "--json").json()
+    assert info["interrupted"]
+    assert 0 == run_process(empty, "resume", sid).code
 
 
 def test_a_read_command_on_a_missing_home_is_refused_without_creating_it(empty: Where) -> None:
