@@ -41,7 +41,13 @@ from actors.cli_support import (
 )
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime import NothingToResume, Runtime, SessionBusy
-from eventlog.errors import ClewError, InvalidName, InvalidSessionId, ReplayDivergence
+from eventlog.errors import (
+    ClewError,
+    InvalidName,
+    InvalidSessionId,
+    ReplayDivergence,
+    StoreError,
+)
 from eventlog.errors import UnknownSession as UnknownSessionError
 from eventlog.events import EVENT_TYPES, ModelFailed
 from eventlog.ids import validate_session_id
@@ -109,23 +115,13 @@ def _where(home: str | None, project: str | None) -> _Where:
     return _Where(home=default_home(os.environ, chosen_home), project=chosen)
 
 
-#: Fault-injection variables ``Runtime.from_env`` reads; checked here so a typo is one line.
-_FAULT_VARS = ("CLEW_FAULT_KILL_AFTER_EVENTS", "CLEW_FAULT_KILL_BEFORE_TOOL")
-
-
 def _open(where: _Where) -> Runtime:
     """Open the runtime on the home.
 
     Raises:
-        CliError: a fault variable is not a whole number, or the home cannot be made or
-            opened (a file in the way, no permission).
+        CliError: a fault variable is not a positive whole number, or the home cannot be
+            made or opened (a file in the way, no permission).
     """
-    for name in _FAULT_VARS:
-        value = os.environ.get(name)
-        try:
-            int(value) if value else None  # exactly what Runtime.from_env will do
-        except ValueError:
-            raise CliError(f"{name} must be a whole number, not {value!r}") from None
     try:
         return Runtime.from_env(os.environ, home=str(where.home), project_dir=str(where.project))
     except OSError as e:
@@ -133,6 +129,10 @@ def _open(where: _Where) -> Runtime:
         if e.filename is not None and str(e.filename) != str(where.home):
             why += f": {e.filename}"
         raise CliError(f"cannot open the clew home {where.home}: {why}") from e
+    except ClewError as e:
+        if isinstance(e, StoreError):
+            raise CliError(f"cannot open the clew home {where.home}: {e}") from e
+        raise CliError(str(e)) from e
 
 
 def _exists(where: _Where) -> bool:

@@ -405,7 +405,7 @@ def test_an_unusable_home_project_or_fault_variable_is_one_line_and_exit_2(
         (Where(tmp_path / "home", a_file), {}, "is not a directory"),
         (Where(tmp_path / "home", tmp_path / "no_such_project"), {}, "is not a directory"),
         (Where(tmp_path / "home", project), {"CLEW_FAULT_KILL_AFTER_EVENTS": "abc"},
-         "CLEW_FAULT_KILL_AFTER_EVENTS must be a whole number, not 'abc'"),
+         "CLEW_FAULT_KILL_AFTER_EVENTS must be a positive integer, not 'abc'"),
     ]
     for where, env, fragment in cases:
         with monkeypatch.context() as m:
