@@ -293,3 +293,16 @@ def test_an_unencodable_payload_fails_only_its_own_request(tmp_path: Path) -> No
     assert [False, True, False] == [isinstance(r, StoreError) for r in results]
     assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
     store.close()
+
+
+def test_a_suspended_event_iterator_does_not_pin_the_snapshot_of_other_reads(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created(), todo("a"), todo("b"))
+    events = store.iter_events(SID)
+    assert 1 == next(events).seq  # suspended mid-scan, its cursor open
+    append(store, todo("c"))
+    assert 4 == store.count_events(SID)
+    assert [2, 3] == [e.seq for e in events]  # the scan keeps its own snapshot
+    store.close()
