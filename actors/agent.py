@@ -56,6 +56,8 @@ class ReplayLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        #: Set at the first divergence: a resume's other runs stop before going live.
+        self.abort = threading.Event()
         self.divergences: dict[str, Divergence] = {}
         self.ended_early: set[str] = set()
         self.compared: dict[str, int] = {}
@@ -68,6 +70,7 @@ class ReplayLog:
     def diverged(self, run_id: str, d: Divergence) -> None:
         with self._lock:
             self.divergences.setdefault(run_id, d)
+        self.abort.set()
 
     def ended(self, run_id: str) -> None:
         with self._lock:
@@ -120,6 +123,7 @@ class SessionEnv:
             live_allowed=self.live_allowed,
             artifact_threshold=self.artifact_threshold,
             before_tool=self.before_tool,
+            abort=self.replay_log.abort if self.replay_log is not None else None,
         )
 
     def chain(self, role: str) -> Sequence[Model]:

@@ -37,7 +37,7 @@ from actors.plan import (
     parse_plan,
     summaries_block,
 )
-from actors.recorder import Divergence, RunRecorder
+from actors.recorder import Divergence, EndOfRecording, RunRecorder
 from actors.task_manager import TaskManagerHandle
 from actors.worker import Delivery, ResultInbox, StartWorker, Worker, failed_result
 from eventlog.blocks import ContentBlock, Message, TextBlock
@@ -132,6 +132,7 @@ class Brain(pykka.ThreadingActor):
             blog.error("brain_run_failed", error=str(e))
             run.drain_workers()
             error = {"type": type(e).__name__, "message": str(e)}
+            rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="failed"))
             rec.emit(
                 RunEnded(
                     run_id=req.run_id,
@@ -141,7 +142,6 @@ class Brain(pykka.ThreadingActor):
                     error=error,
                 )
             )
-            rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="failed"))
             return RunOutcome(
                 session_id=env.session_id,
                 run_id=req.run_id,
@@ -277,6 +277,7 @@ class _MainRun:
             for t in todos:
                 self.todo(t.id, "blocked", "waiting for clarification")
             node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
+            rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
             rec.emit(
                 RunEnded(
                     run_id=req.run_id,
@@ -287,7 +288,6 @@ class _MainRun:
                     outcome={"status": "needs_clarification"},
                 )
             )
-            rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
             return RunOutcome(
                 session_id=env.session_id,
                 run_id=req.run_id,
@@ -366,6 +366,7 @@ class _MainRun:
             self.todo("review", "completed" if review.status == "completed" else "failed")
 
         text = _text(answer.content)
+        rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
         rec.emit(
             RunEnded(
                 run_id=req.run_id,
@@ -377,7 +378,6 @@ class _MainRun:
                 outcome={"status": "completed"},
             )
         )
-        rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
         return RunOutcome(
             session_id=env.session_id,
             run_id=req.run_id,
@@ -435,12 +435,26 @@ class _MainRun:
         self._stop_worker(d.result.task_id)
         result = d.result
         if d.replay_stopped:
-            # Replay only: the worker's own run diverged (reported for that run); go on
-            # with the recorded result so the Brain's run and the others are still checked.
-            if expected is not None and isinstance(expected.event, WorkerResultReceived):
+            # The worker's own re-execution stopped (its divergence is reported for its
+            # run). Replaying, go on with the recorded result so the Brain's run and the
+            # other workers are still checked; a recording that ends here ends the Brain
+            # too. Resuming, stop: nothing of a diverging recording may be continued.
+            recorded = expected is not None and isinstance(expected.event, WorkerResultReceived)
+            if self.env.live_allowed:
+                raise EndOfRecording(f"resume stopped: worker {result.task_id} did not reproduce")
+            if recorded:
+                assert expected is not None and isinstance(expected.event, WorkerResultReceived)
                 result = expected.event.result
+            elif expected is None:
+                raise EndOfRecording(f"run {self.req.run_id}: recording ends with a worker out")
             else:
-                raise Divergence(self.req.run_id, None, "worker_result_received", None, [])
+                raise Divergence(
+                    self.req.run_id,
+                    expected.run_seq,
+                    expected.event_type,
+                    "worker_result_received",
+                    [],
+                )
         self.rec.emit(WorkerResultReceived(result=result))
         return result
 

@@ -21,6 +21,7 @@ three modes and switches from the first to the second by itself:
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -133,6 +134,7 @@ class RunRecorder:
         live_allowed: bool = True,
         artifact_threshold: int = 16 * 1024,
         before_tool: Callable[[], None] | None = None,
+        abort: threading.Event | None = None,
     ) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
@@ -144,6 +146,7 @@ class RunRecorder:
         self._live_allowed = live_allowed
         self._artifact_threshold = artifact_threshold
         self._before_tool = before_tool
+        self._abort = abort
         self._counters: dict[str, int] = {}
         self.rng = random.Random(seed_for(run_id))
         self.emitted = 0
@@ -159,7 +162,11 @@ class RunRecorder:
 
     @property
     def recording_complete(self) -> bool:
-        """True when the recording ends with ``run_ended``."""
+        """True when the recording ends with ``run_ended``.
+
+        Every run writes ``run_ended`` as its very last event (the agent's final status
+        change comes before it), so a recording ending anywhere else was cut by a crash.
+        """
         return bool(self._recorded) and isinstance(self._recorded[-1].event, RunEnded)
 
     def peek(self) -> StoredEvent | None:
@@ -192,6 +199,9 @@ class RunRecorder:
                     [FieldDiff(path="event_type", expected=None, actual=event_type_of(event))],
                 )
             raise EndOfRecording(f"run {self.run_id}: end of the interrupted recording")
+        if self._abort is not None and self._abort.is_set():
+            # Another run of this resume diverged: write nothing more, anywhere.
+            raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
         if self._writer is None:  # pragma: no cover - a live recorder always has a writer
             raise ClewError("live recorder without a writer")
         stored: list[StoredEvent] = self._writer.submit(

@@ -86,24 +86,28 @@ def build_report(
                 )
             )
             continue
-        if compared < len(recorded):
-            if run_id in log.ended_early:
-                incomplete.append(run_id)
-            else:
-                nxt = recorded[compared]
-                divergences.append(
-                    RunDivergence(
-                        run_id=run_id,
-                        run_seq=nxt.run_seq,
-                        expected_type=nxt.event_type,
-                        actual_type="(end of run)",
-                        message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
-                        f" expected {nxt.event_type}, got the end of the run",
-                    )
+        if run_id in log.ended_early:
+            # An interrupted recording, checked up to its end.
+            incomplete.append(run_id)
+        elif compared < len(recorded):
+            nxt = recorded[compared]
+            divergences.append(
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=nxt.run_seq,
+                    expected_type=nxt.event_type,
+                    actual_type="(end of run)",
+                    message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
+                    f" expected {nxt.event_type}, got the end of the run",
                 )
-                continue
+            )
+            continue
         events += compared
     for run_id in log.executed:
+        # A run with no recording that stopped at its first event was about to start when
+        # an interrupted recording ended: not a divergence.
+        if run_id in log.ended_early:
+            continue
         if run_id not in recording and run_id not in log.divergences:
             divergences.append(
                 RunDivergence(

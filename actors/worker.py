@@ -141,17 +141,17 @@ class Worker(pykka.ThreadingActor):
         result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
         rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
         rec.emit(
+            AgentStatusChanged(
+                agent_id=task.id, status="failed", result=msgspec.to_builtins(result)
+            )
+        )
+        rec.emit(
             RunEnded(
                 run_id=run_id,
                 status="failed",
                 end_reason="failed",
                 end_node_id=end_node_id,
                 error={"type": type(e).__name__, "message": str(e)},
-            )
-        )
-        rec.emit(
-            AgentStatusChanged(
-                agent_id=task.id, status="failed", result=msgspec.to_builtins(result)
             )
         )
         return Delivery(result=result)
@@ -212,6 +212,13 @@ class Worker(pykka.ThreadingActor):
                 blog.warning("worker_failed", error=str(e))
                 return self._failed(rec, run_id, e, conv.tip)
             rec.emit(
+                AgentStatusChanged(
+                    agent_id=agent_id,
+                    status="completed" if result.status == "completed" else "failed",
+                    result=msgspec.to_builtins(result),
+                )
+            )
+            rec.emit(
                 RunEnded(
                     run_id=run_id,
                     status="completed",
@@ -219,13 +226,6 @@ class Worker(pykka.ThreadingActor):
                     end_node_id=loop.final_node_id,
                     turn_count=loop.turns,
                     usage=loop.usage,
-                )
-            )
-            rec.emit(
-                AgentStatusChanged(
-                    agent_id=agent_id,
-                    status="completed" if result.status == "completed" else "failed",
-                    result=msgspec.to_builtins(result),
                 )
             )
             return Delivery(result=result)

@@ -205,7 +205,7 @@ def test_timeline_filters_by_run_and_by_type(recorded: tuple[Where, str]) -> Non
     where, sid = recorded
     doc = invoke(where, "timeline", sid, "--run", "brain:r1", "--type", "run_started",
                  "--type", "run_ended", "--json").json()
-    assert [("run_started", 1), ("run_ended", 33)] == [
+    assert [("run_started", 1), ("run_ended", 34)] == [
         (e["event_type"], e["run_seq"]) for e in doc["events"]
     ]
     everything = invoke(where, "timeline", sid, "--json").json()["events"]

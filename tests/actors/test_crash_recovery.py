@@ -106,6 +106,13 @@ def _kill_then_resume(
     killed = _child(home, project, "run", str(WORKERS), env=fault)
     assert -9 == killed.returncode, (killed.returncode, killed.stderr[-2000:])
     sid = killed.stdout.split()[0]
+    # Before any resume: the interrupted recording replays identically up to its end,
+    # and the replay writes nothing.
+    with Runtime(home, project) as rt:
+        before = rt.store.count_events(sid)
+        report = rt.replay(sid)
+        assert report.identical, report.summary()
+        assert before == rt.store.count_events(sid)
     if resume_fault:
         again = _child(home, project, "resume", sid, str(WORKERS), env=resume_fault)
         assert -9 == again.returncode, again.stderr[-2000:]

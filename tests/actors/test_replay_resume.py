@@ -12,7 +12,7 @@ import pytest
 import actors.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime import NothingToResume, Runtime
-from eventlog.errors import InvalidSessionId, UnknownSession
+from eventlog.errors import InvalidSessionId, ReplayDivergence, UnknownSession
 from eventlog.events import InDoubtResolved, ModelRequested, ToolCallStarted
 from eventlog.ids import ManualClock
 
@@ -141,3 +141,32 @@ def test_an_in_doubt_tool_call_is_rerun_only_when_idempotent(
         ]
         assert [(tool, decision)] == [(r.tool_name, r.decision) for r in resolved]
         assert rt.replay(sid).identical
+
+
+@pytest.mark.parametrize("k", [40, 70])
+def test_a_resume_whose_code_diverges_is_refused_and_a_later_resume_still_converges(
+    tmp_path: Path, k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = _kill_at(tmp_path, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)})
+    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
+        before = rt.store.count_events(sid)
+        with monkeypatch.context() as m:
+            m.setattr(actors.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+            with pytest.raises(ReplayDivergence, match="resume refused"):
+                rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
+        assert before == rt.store.count_events(sid)
+        assert f"{sid}:brain:r1" in rt.interrupted_runs(sid)
+        out = rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
+        assert "completed" == out.status
+        assert rt.replay(sid).identical
+
+
+@pytest.mark.parametrize("k", [12, 30, 55, 80])
+def test_replaying_an_interrupted_session_checks_it_up_to_its_end_without_divergence(
+    tmp_path: Path, k: int
+) -> None:
+    sid = _kill_at(tmp_path, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)})
+    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
+        report = rt.replay(sid)
+        assert report.identical, report.summary()
+        assert f"{sid}:brain:r1" in report.incomplete_runs

@@ -574,9 +574,9 @@ def test_a_main_run_writes_the_events_docs_runtime_md_lists_in_order(rt: Runtime
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
         "todo_updated", "node_appended", *model_call, "todo_updated",
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
-        "run_ended", "agent_status_changed",
+        "agent_status_changed", "run_ended",
     ] == s.types(s.brain_run)  # fmt: skip
     worker_run = ["agent_created", "run_started", "agent_status_changed", "node_appended",
-                  *model_call, "run_ended", "agent_status_changed"]  # fmt: skip
+                  *model_call, "agent_status_changed", "run_ended"]  # fmt: skip
     assert worker_run == s.types(s.worker_run("w1"))
     assert worker_run == s.types(s.worker_run("review"))
