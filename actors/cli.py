@@ -9,28 +9,38 @@ to stderr, so ``--json`` output on stdout is never polluted.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import FrameType
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import msgspec
 import typer
 
 from actors import cli_render as render
 from actors.cli_logging import configure_logging
+from actors.cli_plumbing import (
+    BEFORE_COMMAND,
+    Where,
+    exit_with,
+    fail,
+    home_exists,
+    on_interrupt,
+    one_line,
+    open_runtime,
+    open_session,
+    print_json,
+    stderr_is_tty,
+    usage_error,
+    where_from,
+)
 from actors.cli_support import (
     CliError,
     ModelRecipe,
     build_model,
     check_reachable,
     check_session,
-    default_home,
     event_row,
     inspect_wals,
     main_run_ids,
@@ -46,11 +56,9 @@ from eventlog.errors import (
     InvalidName,
     InvalidSessionId,
     ReplayDivergence,
-    StoreError,
 )
 from eventlog.errors import UnknownSession as UnknownSessionError
 from eventlog.events import EVENT_TYPES, ModelFailed
-from eventlog.ids import validate_session_id
 from eventlog.records import SessionRow
 from projections.tree import NodeTree, UnknownNode, check_switch_target
 
@@ -88,96 +96,13 @@ Json = Annotated[bool, typer.Option("--json", help="print one JSON document and 
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="a session id")]
 
 
-# --- plumbing ---------------------------------------------------------------------------
-
-
-class _Where(msgspec.Struct, frozen=True):
-    home: Path
-    project: Path
-
-
-#: ``--home`` / ``--project`` given before the command (``clew --home H sessions``);
-#: reset by every ``main`` call. After the command they win.
-_before_command: dict[str, str | None] = {}
-
-
-def _where(home: str | None, project: str | None) -> _Where:
-    """Resolve ``--home`` / ``--project``.
-
-    Raises:
-        CliError: ``--project`` names no directory (a typo must not create one).
-    """
-    chosen_home = home or _before_command.get("home")
-    chosen_project = project or _before_command.get("project")
-    chosen = Path(chosen_project).expanduser() if chosen_project else Path.cwd()
-    if not chosen.is_dir():
-        raise CliError(f"--project {chosen} is not a directory")
-    return _Where(home=default_home(os.environ, chosen_home), project=chosen)
-
-
-def _open(where: _Where) -> Runtime:
-    """Open the runtime on the home.
-
-    Raises:
-        CliError: a fault variable is not a positive whole number, or the home cannot be
-            made or opened (a file in the way, no permission).
-    """
-    try:
-        return Runtime.from_env(os.environ, home=str(where.home), project_dir=str(where.project))
-    except OSError as e:
-        why = e.strerror or str(e)
-        if e.filename is not None and str(e.filename) != str(where.home):
-            why += f": {e.filename}"
-        raise CliError(f"cannot open the clew home {where.home}: {why}") from e
-    except ClewError as e:
-        if isinstance(e, StoreError):
-            raise CliError(f"cannot open the clew home {where.home}: {e}") from e
-        raise CliError(str(e)) from e
-
-
-def _exists(where: _Where) -> bool:
-    return (where.home / "sessions.sqlite").exists()
-
-
-@contextmanager
-def _session(where: _Where, session_id: str) -> Iterator[tuple[Runtime, SessionRow]]:
-    """Open the home and read the session; refuse before anything is created or written."""
-    sid = validate_session_id(session_id)
-    if not _exists(where):
-        raise CliError(f"unknown session {sid}: {where.home} holds no sessions")
-    rt = _open(where)
-    try:
-        yield rt, rt.store.read_session(sid)
-    finally:
-        rt.close()
-
-
-def _json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _exit(code: int) -> None:
-    if code:
-        raise typer.Exit(code)
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(code)
-
-
-def _tty() -> bool:
-    return sys.stderr.isatty()
-
-
 @app.callback()
 def _root(home: Home = None, project: Project = None) -> None:
     """clew: an event-sourced actor runtime for LLM agent sessions.
 
     --home and --project work before the command or after it.
     """
-    _before_command.update(home=home, project=project)
+    BEFORE_COMMAND.update(home=home, project=project)
 
 
 # --- running ----------------------------------------------------------------------------
@@ -192,9 +117,9 @@ def demo(
     as_json: Json = False,
 ) -> None:
     """Run the built-in scripted scenario, show its tree and DAG, and replay-check it."""
-    where = _where(home, project)
+    where = where_from(home, project)
     out = render.make_console()
-    rt = _open(where)
+    rt = open_runtime(where)
     try:
         recipe = ModelRecipe(scenario="demo", workers=workers)
         session = rt.new_session(metadata=msgspec.to_builtins(recipe))
@@ -208,8 +133,8 @@ def demo(
         report = rt.replay(session.id)
         ok = outcome.status == "completed" and report.identical
         if as_json:
-            _json({**msgspec.to_builtins(outcome), "replay": report.to_json()})
-            _exit(0 if ok else 1)
+            print_json({**msgspec.to_builtins(outcome), "replay": report.to_json()})
+            exit_with(0 if ok else 1)
             return
         out.print(f"status: {outcome.status}")
         out.print(f"answer: {outcome.answer or outcome.error or outcome.question}")
@@ -220,7 +145,7 @@ def demo(
                   f" · clew replay {session.id}")
     finally:
         rt.close()
-    _exit(0 if ok else 1)
+    exit_with(0 if ok else 1)
 
 
 @app.command()
@@ -238,7 +163,7 @@ def run(
     as_json: Json = False,
 ) -> None:
     """Run PROMPT in a new session with a model chain; print the outcome and session id."""
-    where = _where(home, project)
+    where = where_from(home, project)
     if not prompt.strip():
         raise CliError("the prompt is empty")
     specs = [model, *(fallback or [])]
@@ -246,7 +171,7 @@ def run(
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
     check_reachable(specs, os.environ, base_url)
     recipe = ModelRecipe(scenario="run", model=model, fallback=specs[1:], base_url=base_url)
-    rt = _open(where)
+    rt = open_runtime(where)
     try:
         session = rt.new_session(metadata=msgspec.to_builtins(recipe))
         outcome = session.run(prompt, model=models)
@@ -261,7 +186,7 @@ def run(
             if close is not None:
                 close()
     if as_json:
-        _json(msgspec.to_builtins(outcome))
+        print_json(msgspec.to_builtins(outcome))
     elif outcome.status == "completed":
         print(outcome.answer)
         print(f"session {outcome.session_id} ({outcome.status})", file=sys.stderr)
@@ -272,8 +197,8 @@ def run(
         return
     if gave_up:
         # The model could not be used at all (every candidate failed): a config problem.
-        _fail(f"the model failed: {outcome.error} (recorded in session {outcome.session_id})", 2)
-    _fail(f"run {outcome.status}: {outcome.error} (session {outcome.session_id})")
+        fail(f"the model failed: {outcome.error} (recorded in session {outcome.session_id})", 2)
+    fail(f"run {outcome.status}: {outcome.error} (session {outcome.session_id})")
 
 
 @app.command()
@@ -289,8 +214,8 @@ def resume(
     as_json: Json = False,
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
-    where = _where(home, project)
-    with _session(where, session) as (rt, row):
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
         sid = row.session_id
         if not rt.interrupted_runs(sid):
             if rt.is_owned(sid):
@@ -303,13 +228,13 @@ def resume(
         try:
             outcome = rt.resume(sid, model=models, tools=tools)
         except ReplayDivergence as e:
-            _fail(str(e))
+            fail(str(e))
     if as_json:
-        _json(msgspec.to_builtins(outcome))
+        print_json(msgspec.to_builtins(outcome))
     else:
         print(f"session {sid}: {outcome.status}")
         print(outcome.answer or outcome.error or outcome.question or "")
-    _exit(0 if outcome.status in ("completed", "needs_clarification") else 1)
+    exit_with(0 if outcome.status in ("completed", "needs_clarification") else 1)
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -318,11 +243,11 @@ def resume(
 @app.command()
 def sessions(home: Home = None, project: Project = None, as_json: Json = False) -> None:
     """List the sessions of the home."""
-    where = _where(home, project)
-    if not _exists(where):  # a read never creates a home
+    where = where_from(home, project)
+    if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
-        rt = _open(where)
+        rt = open_runtime(where)
         try:
             infos = rt.sessions()
             scenarios = {
@@ -331,7 +256,7 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
         finally:
             rt.close()
     if as_json:
-        _json([{**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
+        print_json([{**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
                for i in infos])
         return
     render.make_console().print(render.sessions_table(infos, scenarios))
@@ -351,14 +276,14 @@ def _print_tree(rt: Runtime, sid: str) -> None:
 def show(session: SessionArg, home: Home = None, project: Project = None,
          as_json: Json = False) -> None:
     """Show the node tree: every root, branches visible, the active path highlighted."""
-    where = _where(home, project)
-    with _session(where, session) as (rt, row):
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
         sid = row.session_id
         if not as_json:
             _print_tree(rt, sid)
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
-        _json(tree_doc(sid, tree, render.excerpt))
+        print_json(tree_doc(sid, tree, render.excerpt))
 
 
 @app.command()
@@ -374,12 +299,12 @@ def timeline(
     as_json: Json = False,
 ) -> None:
     """List the session's events in seq order."""
-    where = _where(home, project)
+    where = where_from(home, project)
     unknown = sorted(set(types or []) - set(EVENT_TYPES))
     if unknown:
         known = ", ".join(sorted(EVENT_TYPES))
         raise CliError(f"unknown event type {unknown[0]!r}; known: {known}")
-    with _session(where, session) as (rt, row):
+    with open_session(where, session) as (rt, row):
         sid = row.session_id
         run = resolve_run(rt.store, sid, run_id) if run_id is not None else None
         wanted = set(types) if types else None
@@ -388,12 +313,12 @@ def timeline(
             if (run is None or e.run_id == run) and (wanted is None or e.event_type in wanted)
         ]
     if as_json:
-        _json({"session_id": sid, "events": [event_row(e) for e in events]})
+        print_json({"session_id": sid, "events": [event_row(e) for e in events]})
         return
     render.make_console().print(render.timeline_table(sid, events))
 
 
-def _print_tasks(rt: Runtime, where: _Where, sid: str, row: SessionRow) -> None:
+def _print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     out = render.make_console()
     runs = main_run_ids(rt.store, sid)
     wals = inspect_wals(where.project, sid, runs)
@@ -410,10 +335,10 @@ def _print_tasks(rt: Runtime, where: _Where, sid: str, row: SessionRow) -> None:
 def tasks(session: SessionArg, home: Home = None, project: Project = None,
           as_json: Json = False) -> None:
     """Show the session's task DAG and the status of its Task WAL (read-only)."""
-    where = _where(home, project)
-    with _session(where, session) as (rt, row):
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
         if as_json:
-            _json(tasks_doc(where.project, rt.store, row.session_id))
+            print_json(tasks_doc(where.project, rt.store, row.session_id))
         else:
             _print_tasks(rt, where, row.session_id, row)
 
@@ -422,16 +347,16 @@ def tasks(session: SessionArg, home: Home = None, project: Project = None,
 def replay(session: SessionArg, home: Home = None, project: Project = None,
            as_json: Json = False) -> None:
     """Re-execute the session against its recording: exit 0 identical, 1 diverged."""
-    where = _where(home, project)
-    with _session(where, session) as (rt, row), \
-            render.progress_bar(_tty() and not as_json, "replaying runs") as progress:
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row), \
+            render.progress_bar(stderr_is_tty() and not as_json, "replaying runs") as progress:
         report = rt.replay(row.session_id, progress=progress)
     if as_json:
-        _json(report.to_json())
+        print_json(report.to_json())
     else:
         for line in render.replay_lines(report):
             print(line)
-    _exit(0 if report.identical else 1)
+    exit_with(0 if report.identical else 1)
 
 
 @app.command()
@@ -443,18 +368,19 @@ def verify(
     as_json: Json = False,
 ) -> None:
     """Rebuild projections from events, compare with the tables, replay every Task WAL."""
-    where = _where(home, project)
+    where = where_from(home, project)
     if (session is None) == (not all_):
         raise CliError("give one SESSION or --all" + (", not both" if all_ else ""))
     checks = []
     if session is not None:
-        with _session(where, session) as (rt, row):
+        with open_session(where, session) as (rt, row):
             checks.append(check_session(rt.store, where.project, row.session_id))
-    elif _exists(where):
-        rt = _open(where)
+    elif home_exists(where):
+        rt = open_runtime(where)
         try:
             ids = [r.session_id for r in rt.store.list_sessions()]
-            with render.progress_bar(_tty() and not as_json, "verifying sessions") as progress:
+            show = stderr_is_tty() and not as_json
+            with render.progress_bar(show, "verifying sessions") as progress:
                 for i, sid in enumerate(ids):
                     checks.append(check_session(rt.store, where.project, sid))
                     progress(i + 1, len(ids))
@@ -462,7 +388,7 @@ def verify(
             rt.close()
     ok = all(c.ok for c in checks)
     if as_json:
-        _json({"ok": ok, "sessions": [
+        print_json({"ok": ok, "sessions": [
             {"session_id": c.session_id, "ok": c.ok, "problems": c.problems, "events": c.events,
              "wals": [msgspec.to_builtins(w) for w in c.wals]}
             for c in checks
@@ -472,7 +398,7 @@ def verify(
             for line in render.verify_lines(c):
                 print(line)
         print(f"{len(checks)} sessions verified: {'ok' if ok else 'PROBLEMS FOUND'}")
-    _exit(0 if ok else 1)
+    exit_with(0 if ok else 1)
 
 
 @app.command("switch-node")
@@ -484,8 +410,8 @@ def switch_node(
     as_json: Json = False,
 ) -> None:
     """Make NODE the active node; the next run branches from there. Nothing is deleted."""
-    where = _where(home, project)
-    with _session(where, session) as (rt, row):
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
         sid = row.session_id
         known = {n.node_id for n in rt.store.read_nodes(sid)}
         target = node if node in known or f"{sid}:{node}" not in known else f"{sid}:{node}"
@@ -494,7 +420,7 @@ def switch_node(
                             target)
         previous = rt.switch_node(sid, target)
     if as_json:
-        _json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
+        print_json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
     else:
         print(f"{sid}: active node {previous} → {target}")
 
@@ -502,9 +428,9 @@ def switch_node(
 @app.command()
 def export(session: SessionArg, home: Home = None, project: Project = None) -> None:
     """Print the session's events as JSON lines, by seq (always JSON: no --json needed)."""
-    where = _where(home, project)
+    where = where_from(home, project)
     encode = msgspec.json.Encoder().encode
-    with _session(where, session) as (rt, row):
+    with open_session(where, session) as (rt, row):
         write = sys.stdout.write
         for e in rt.store.iter_events(row.session_id):
             write(encode(event_row(e)).decode() + "\n")
@@ -514,69 +440,33 @@ def export(session: SessionArg, home: Home = None, project: Project = None) -> N
 # --- entry point ------------------------------------------------------------------------
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _usage_error(e: Exception) -> int | None:
-    """Report a typer/click usage error (bad flag, missing argument) in one line.
-
-    Duck-typed: typer vendors its own copy of click, so the classes depend on the version.
-    """
-    format_message = getattr(e, "format_message", None)
-    code = getattr(e, "exit_code", None)
-    if not callable(format_message) or not isinstance(code, int):
-        return None
-    ctx = getattr(e, "ctx", None)
-    if type(e).__name__ == "NoArgsIsHelpError":
-        return 2  # typer has already printed the help
-    hint = f"; see {ctx.command_path} --help" if ctx is not None and code == 2 else ""
-    print(f"error: {_one_line(format_message()).rstrip('.')}{hint}", file=sys.stderr)
-    return code
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:
-    """Stop at once on Ctrl-C: one line on stderr, exit 130.
-
-    A ``KeyboardInterrupt`` does not stop a run: the runtime's actors finish it before the
-    main thread can unwind (measured: a Ctrl-C early in ``demo --slow 1000`` returned ~5 s
-    later, after the whole run, with no message). Exiting at once is safe by design: every
-    committed event is durable, and a session killed mid-run is flagged interrupted and
-    finished by ``clew resume`` (the SIGKILL crash tests pin this).
-    """
-    with suppress(OSError, ValueError):  # a closed or broken stdout must not stop the exit
-        sys.stdout.flush()
-    os.write(2, b"error: interrupted; a session left mid-run finishes with: clew resume SESSION\n")
-    os._exit(130)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the clew CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     configure_logging()
-    _before_command.clear()
+    BEFORE_COMMAND.clear()
     # Only the process's own entry point exits on Ctrl-C; a caller of main() (tests, an
     # embedding program) keeps its handler.
     # A process started with Ctrl-C ignored (nohup, a background job) keeps ignoring it.
     own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    previous = signal.signal(signal.SIGINT, _interrupted) if own else None
+    previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
     try:
         result = app(args=args, prog_name="clew", standalone_mode=False)
     except typer.Abort:
         print("interrupted", file=sys.stderr)
         return 130
     except _REFUSED as e:
-        print(f"error: {_one_line(str(e))}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except ClewError as e:
-        print(f"error: {_one_line(str(e))}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # `clew export … | head`: the reader left; stop quietly.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process exits
         return 0
     except Exception as e:
-        code = _usage_error(e)
+        code = usage_error(e)
         if code is None:
             raise
         return code
