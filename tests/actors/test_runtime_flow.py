@@ -139,7 +139,8 @@ def test_with_limit_two_and_a_slow_first_worker_the_others_start_while_it_runs(
                 worker("w3", "quick", "Another quick part"),
             ]
         ),
-        rule("slow", {"text": "slow done", "delay_ms": 200}),
+        # 800 ms: w2 and w3 must both finish while w1 sleeps, even on a loaded machine.
+        rule("slow", {"text": "slow done", "delay_ms": 800}),
         rule("quick", {"text": "quick done"}),
     )
 
