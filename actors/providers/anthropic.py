@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from actors.model import ModelRequest, ModelResponse
-from actors.providers.http import HttpOptions, JsonHttpClient
+from actors.providers.http import HttpModel, HttpOptions, JsonHttpClient
 from actors.providers.mapping import block_text, tool_arguments
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
@@ -41,7 +41,7 @@ STOP_REASONS = {
 }
 
 
-class AnthropicModel:
+class AnthropicModel(HttpModel):
     """A :class:`~actors.model.Model` speaking the Anthropic Messages API.
 
     Args:
@@ -72,19 +72,6 @@ class AnthropicModel:
             options=options,
         )
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel(name={self.name!r}, url={self._http.where!r})"
-
-    def __enter__(self) -> AnthropicModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the HTTP connection pool (if this adapter created it)."""
-        self._http.close()
-
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` to ``/v1/messages`` and map the reply.
 
@@ -93,11 +80,7 @@ class AnthropicModel:
         Raises:
             ModelError: after the retry policy gave up, or for a reply it cannot map.
         """
-        data = self._http.post(messages_payload(self.model, request))
-        try:
-            reply = msgspec.convert(data, _Reply)
-        except msgspec.ValidationError as e:
-            raise self._http.unexpected(data, str(e)) from None
+        reply, _ = self._post(messages_payload(self.model, request), _Reply)
         return response_from(reply, self.model)
 
 

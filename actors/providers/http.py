@@ -25,7 +25,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self, TypeVar
 
 import httpx
 import msgspec
@@ -318,3 +318,41 @@ class JsonHttpClient:
     def _final(self, error: ModelError, attempts: int, tail: str = "") -> ModelError:
         message = f"{error} (after {attempts} attempt{'s' if attempts != 1 else ''}{tail})"
         return ModelError(message, status=error.status, retryable=error.retryable)
+
+
+_R = TypeVar("_R")
+
+
+class HttpModel:
+    """What both adapters share: a ``JsonHttpClient``, closing it, posting and typing a reply.
+
+    Subclasses set ``name`` and ``_http`` and implement ``complete``.
+    """
+
+    name: str
+    _http: JsonHttpClient
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, url={self._http.where!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the HTTP connection pool (if this adapter created it)."""
+        self._http.close()
+
+    def _post(self, payload: dict[str, Any], reply_type: type[_R]) -> tuple[_R, Any]:
+        """POST ``payload``; return the reply converted to ``reply_type`` and the raw data.
+
+        Raises:
+            ModelError: the retry policy gave up, or the reply has the wrong shape.
+        """
+        data = self._http.post(payload)
+        try:
+            return msgspec.convert(data, reply_type), data
+        except msgspec.ValidationError as e:
+            raise self._http.unexpected(data, str(e)) from None

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from actors.model import ModelRequest, ModelResponse
-from actors.providers.http import HttpOptions, JsonHttpClient
+from actors.providers.http import HttpModel, HttpOptions, JsonHttpClient
 from actors.providers.mapping import joined_text, json_text, tool_arguments
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
@@ -38,7 +38,7 @@ FINISH_REASONS = {
 }
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpModel):
     """A :class:`~actors.model.Model` speaking the Chat Completions protocol.
 
     Args:
@@ -71,19 +71,6 @@ class OpenAIChatModel:
             options=options,
         )
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(name={self.name!r}, url={self._http.where!r})"
-
-    def __enter__(self) -> OpenAIChatModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release the HTTP connection pool (if this adapter created it)."""
-        self._http.close()
-
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` to ``/chat/completions`` and map the reply.
 
@@ -92,11 +79,8 @@ class OpenAIChatModel:
         Raises:
             ModelError: after the retry policy gave up, or for a reply it cannot map.
         """
-        data = self._http.post(chat_payload(self.model, request, self._max_tokens_param))
-        try:
-            completion = msgspec.convert(data, _Completion)
-        except msgspec.ValidationError as e:
-            raise self._http.unexpected(data, str(e)) from None
+        payload = chat_payload(self.model, request, self._max_tokens_param)
+        completion, data = self._post(payload, _Completion)
         if not completion.choices:
             raise self._http.unexpected(data, "no choices")
         return response_from(completion, self.model)
