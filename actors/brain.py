@@ -21,7 +21,9 @@ import structlog
 
 from actors.agent import (
     Conversation,
+    LoopResult,
     SessionEnv,
+    add_usage,
     agent_loop,
     call_model,
     is_replay_stop,
@@ -304,19 +306,23 @@ class _MainRun:
         conv.append(
             "user", [TextBlock(text=summaries_block(ordered, self.roles))], node_type="child_result"
         )
-        answer = agent_loop(
-            env,
-            conv,
-            role=plan.primary_role,
-            phase="primary",
-            system=PRIMARY_SYSTEM,
-            tools=env.tools,
-            task_id="primary",
-            max_turns=env.settings.max_turns,
-        )
+
+        def primary(phase: str) -> LoopResult:
+            return agent_loop(
+                env,
+                conv,
+                role=plan.primary_role,
+                phase=phase,
+                system=PRIMARY_SYSTEM,
+                tools=env.tools,
+                task_id="primary",
+                max_turns=env.settings.max_turns,
+            )
+
+        answer = primary("primary")
         board.move("primary", "completed", _text(answer.content)[:200])
         self.todo("primary", "completed")
-        turns = answer.turns
+        turns, usage = answer.turns, answer.usage
 
         # optional review, then a bounded fix loop
         if plan.review:
@@ -351,17 +357,8 @@ class _MainRun:
                     + "".join(f"\n- {r}" for r in review.risks)
                 )
                 conv.append("user", [TextBlock(text=findings)], node_type="child_result")
-                answer = agent_loop(
-                    env,
-                    conv,
-                    role=plan.primary_role,
-                    phase="fix",
-                    system=PRIMARY_SYSTEM,
-                    tools=env.tools,
-                    task_id="primary",
-                    max_turns=env.settings.max_turns,
-                )
-                turns += answer.turns
+                answer = primary("fix")
+                turns, usage = turns + answer.turns, add_usage(usage, answer.usage)
             board.move("review", "completed" if review.status == "completed" else "failed")
             self.todo("review", "completed" if review.status == "completed" else "failed")
 
@@ -374,7 +371,7 @@ class _MainRun:
                 end_reason=answer.end_reason,
                 end_node_id=conv.tip,
                 turn_count=turns,
-                usage=answer.usage,
+                usage=usage,
                 outcome={"status": "completed"},
             )
         )
