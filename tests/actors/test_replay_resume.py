@@ -13,7 +13,13 @@ import actors.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime import NothingToResume, Runtime
 from eventlog.errors import InvalidSessionId, ReplayDivergence, UnknownSession
-from eventlog.events import InDoubtResolved, ModelRequested, ToolCallStarted
+from eventlog.events import (
+    InDoubtResolved,
+    ModelRequested,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+)
 from eventlog.ids import ManualClock
 
 CHILD = Path(__file__).with_name("_crash_demo.py")
@@ -121,26 +127,41 @@ def test_a_requested_but_unanswered_model_call_is_sent_again_with_the_next_attem
         assert rt.replay(sid).identical
 
 
-@pytest.mark.parametrize(("tool", "decision"), [("lookup", "retry"), ("save_note", "fail")])
-def test_an_in_doubt_tool_call_is_rerun_only_when_idempotent(
-    tmp_path: Path, tool: str, decision: str
-) -> None:
-    # lookup is each worker's first tool, save_note its second: kill before the first
-    # save_note (tool 2) or the first lookup (tool 1).
-    nth = 1 if tool == "lookup" else 2
-    sid = _kill_at(tmp_path, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(nth)})
-    with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
-        before = [
-            e.event for e in rt.store.read_events(sid) if isinstance(e.event, ToolCallStarted)
-        ]
-        assert tool == before[-1].tool_name
-        out = rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
-        assert "completed" == out.status
-        resolved = [
-            e.event for e in rt.store.read_events(sid) if isinstance(e.event, InDoubtResolved)
-        ]
-        assert [(tool, decision)] == [(r.tool_name, r.decision) for r in resolved]
-        assert rt.replay(sid).identical
+def test_an_in_doubt_tool_call_is_rerun_only_when_idempotent(tmp_path: Path) -> None:
+    # Kill right before the n-th tool run. Workers run concurrently, so one or several
+    # tool calls may be in doubt at that moment (started, no outcome); each must be
+    # settled by the rule: lookup (idempotent) re-run, save_note (not) failed.
+    decisions: set[tuple[str, str]] = set()
+    for nth in range(1, 7):
+        case = tmp_path / f"kill-before-tool-{nth}"
+        sid = _kill_at(case, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(nth)})
+        with Runtime(case / "home", case / "proj") as rt:
+            events = rt.store.read_events(sid)
+            settled = {
+                e.event.tool_call_id
+                for e in events
+                if isinstance(e.event, ToolCallFinished | ToolFailed)
+            }
+            in_doubt = sorted(
+                (e.event.tool_call_id, e.event.tool_name)
+                for e in events
+                if isinstance(e.event, ToolCallStarted) and e.event.tool_call_id not in settled
+            )
+            assert in_doubt, f"kill before tool {nth}: nothing in doubt"
+            out = rt.resume(sid, model=demo_model(3), tools=demo_tools(case / "proj"))
+            assert "completed" == out.status
+            resolved = sorted(
+                (e.event.tool_call_id, e.event.tool_name, e.event.decision)
+                for e in rt.store.read_events(sid)
+                if isinstance(e.event, InDoubtResolved)
+            )
+            expected = [
+                (call, name, "retry" if name == "lookup" else "fail") for call, name in in_doubt
+            ]
+            assert expected == resolved
+            decisions.update((name, decision) for _, name, decision in resolved)
+            assert rt.replay(sid).identical
+    assert {("lookup", "retry"), ("save_note", "fail")} <= decisions
 
 
 @pytest.mark.parametrize("k", [40, 70])
