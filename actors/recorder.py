@@ -31,7 +31,6 @@ from eventlog.artifact_plan import plan_artifacts
 from eventlog.blocks import ContentBlock, TextBlock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
-    ArtifactCreated,
     Event,
     InDoubtResolved,
     ModelFailed,
@@ -149,7 +148,6 @@ class RunRecorder:
         self._abort = abort
         self._counters: dict[str, int] = {}
         self.rng = random.Random(seed_for(run_id))
-        self.emitted = 0
         self.compared = 0
         self.call_index = 0
 
@@ -213,7 +211,6 @@ class RunRecorder:
                 run_id=self.run_id,
             )
         ).get(timeout=120)
-        self.emitted += len(stored)
         return stored[-1]
 
     def _match(self, event: Event) -> StoredEvent:
@@ -418,8 +415,3 @@ class RunRecorder:
             "tool_call_finished",
             [],
         )
-
-
-def artifacts_of(stored: list[StoredEvent]) -> list[ArtifactCreated]:
-    """Return the artifact_created events among ``stored``."""
-    return [s.event for s in stored if isinstance(s.event, ArtifactCreated)]

@@ -82,7 +82,7 @@ class SQLiteReads:
             cursor = self._reader().execute(sql, params)
             try:
                 # Field order of StoredEvent: the row's columns minus payload_json, then
-                # the decoded payload. Inline on purpose: ~1.3x faster than a helper call.
+                # the decoded payload. Inline on purpose: no per-row helper call on the hot path.
                 return [
                     StoredEvent(a, b, c, d, e, f, g, h, i, k, decode_event(j))
                     for (a, b, c, d, e, f, g, h, i, j, k) in cursor
@@ -112,8 +112,8 @@ class SQLiteReads:
     def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
         """Yield the session's events in seq order, decoding each row as it streams.
 
-        One cursor, no intermediate lists: on a 100k-event session this is ~12% faster
-        than decoding in batches (bench_replay), and memory stays flat. The cursor lives
+        One cursor, no intermediate lists, so memory stays flat (bench_replay's rebuild
+        went from 267k to 311k events/s when this replaced batched reads). The cursor lives
         on a connection of its own, so a suspended iterator never pins the snapshot the
         thread's other reads see; it is closed when the iterator is exhausted or closed.
         ``batch`` is kept for the :class:`~eventlog.store.EventStore` contract.

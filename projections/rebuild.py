@@ -102,7 +102,8 @@ def rebuild(
     """
     state = SessionState(session_id, strict=strict)
     # The fold allocates a few containers per event and creates no reference cycles;
-    # pausing the cyclic GC for the loop saves ~25% (bench_replay), restored on exit.
+    # pausing the cyclic GC for the loop (restored on exit) took bench_replay's rebuild
+    # from 229k to 248k events/s.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
