@@ -21,6 +21,7 @@ from actors.model import Model, ModelRequest, request_hash
 from actors.recorder import Divergence, EndOfRecording, InDoubtPolicy, RunRecorder
 from actors.tools import ToolRegistry, output_blocks
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from eventlog.clock import Clock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
     EndReason,
@@ -36,7 +37,6 @@ from eventlog.events import (
     ToolFailed,
     Usage,
 )
-from eventlog.ids import Clock
 from eventlog.records import StoredEvent
 from eventlog.sqlite_store import SQLiteStore
 from eventlog.writer import Writer

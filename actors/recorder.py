@@ -29,6 +29,7 @@ import msgspec
 
 from eventlog.artifact_plan import plan_artifacts
 from eventlog.blocks import ContentBlock, TextBlock
+from eventlog.clock import Clock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
     Event,
@@ -43,7 +44,7 @@ from eventlog.events import (
     ToolFailed,
     event_type_of,
 )
-from eventlog.ids import Clock, seed_for
+from eventlog.ids import seed_for
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.writer import Writer
 

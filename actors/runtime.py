@@ -33,9 +33,10 @@ from actors.recording import (
 from actors.replay import ReplayReport, build_report
 from actors.task_manager import TaskManagerHandle
 from actors.tools import Tool, ToolRegistry, spec_of
+from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ClewError, ReplayDivergence
 from eventlog.events import ActiveNodeSwitched, SessionCreated
-from eventlog.ids import Clock, DerivedIds, IdSource, SystemClock, validate_session_id
+from eventlog.ids import DerivedIds, IdSource, validate_session_id
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite_store import Durability, SQLiteStore
 from eventlog.writer import CommitHook, Writer

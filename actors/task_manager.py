@@ -23,8 +23,9 @@ import msgspec
 import pykka
 import structlog
 
-from eventlog.errors import TaskGraphError, TaskWalError
-from eventlog.ids import Clock, SystemClock, validate_session_id
+from eventlog.clock import Clock, SystemClock
+from eventlog.errors import TaskGraphError, TaskWalCorrupt, TaskWalError
+from eventlog.ids import validate_session_id
 from eventlog.taskwal import (
     TaskCreated,
     TaskDependencyAdded,
@@ -33,7 +34,6 @@ from eventlog.taskwal import (
     TaskStatus,
     TaskStatusChanged,
     TaskWal,
-    TaskWalCorrupt,
     replay_wal,
     validate_wal_name,
     wal_path,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from actors.task_manager import CreateTask, SetStatus, TaskChange, TaskManagerHandle
-from eventlog.ids import ManualClock
+from eventlog.clock import ManualClock
 from eventlog.taskwal import (
     TaskCreated,
     TaskEvent,

@@ -13,11 +13,7 @@ import msgspec
 from eventlog.blocks import ArtifactRefBlock, ContentBlock, JsonBlock
 from eventlog.codec import encode
 from eventlog.events import ArtifactCreated, NodeAppended
-
-
-def artifact_id_for(session_id: str, sha256_hex: str) -> str:
-    """Return the artifact id of content ``sha256_hex`` in ``session_id`` (unique per both)."""
-    return "art_" + hashlib.sha256(f"{session_id}:{sha256_hex}".encode()).hexdigest()[:24]
+from eventlog.ids import artifact_id_for
 
 
 def plan_artifacts(

@@ -1,4 +1,12 @@
-"""The one error hierarchy of clew: every failure a user can see is a ``ClewError``."""
+"""The error tree of clew's durable layer, and its root.
+
+Every error clew raises on purpose is a :class:`ClewError`. Errors that mean "bad input
+or a refused request" — the caller asked for something that cannot be done, and nothing
+was written — also derive from :class:`Refused`; the CLI maps exactly that base to exit
+code 2, so a new refusal needs no entry in any list. The upper layers add their own
+errors in one module each (``projections/errors.py``, ``actors/errors.py``), all under
+this root.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,15 @@ class ClewError(Exception):
     """Root of every error clew raises on purpose."""
 
 
-class InvalidSessionId(ClewError, ValueError):
+class Refused(ClewError):
+    """Bad input or a refused request: nothing was written (the CLI exits 2)."""
+
+
+class InvalidSessionId(Refused, ValueError):
     """A session id from outside does not match ``^[a-zA-Z0-9_]+$`` (or is too long)."""
 
 
-class InvalidName(ClewError, ValueError):
+class InvalidName(Refused, ValueError):
     """A caller-chosen name (a Task WAL name, an artifact name) is unsafe as a path."""
 
 
@@ -19,7 +31,7 @@ class StoreError(ClewError):
     """The event store failed: the translated form of an apsw / OS error."""
 
 
-class UnknownSession(StoreError):
+class UnknownSession(Refused, StoreError):
     """The session id is well formed but no such session exists in the store."""
 
 
@@ -37,6 +49,23 @@ class TaskGraphError(ClewError):
 
 class TaskWalError(ClewError):
     """A Task WAL file is corrupt or cannot be written."""
+
+
+class TaskWalCorrupt(TaskWalError):
+    """A committed line of a Task WAL is bad: the WAL is unavailable.
+
+    ``str(error)`` starts with ``file:line``; the parts are kept as attributes so a
+    report can show them without parsing the message.
+    """
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[TaskWalCorrupt], tuple[str, int, str]]:
+        return (type(self), (self.path, self.line, self.reason))
 
 
 class ReplayDivergence(ClewError):

@@ -1,10 +1,24 @@
-"""Seams for time and identity, and the rules for ids.
+"""Every id format of clew, built and parsed here only.
 
-Every timestamp and every id that ends up in an event comes through here, so a
-replay can reproduce them: ids are *derived* (session id + agent path + a
-per-scope counter), never drawn from a random generator at the point of use.
-The only random part, the 4-hex suffix of a new session id, is recorded in the
-``session_created`` event (the session id *is* the record).
+Ids are *derived* (session id + agent path + a per-scope counter), never drawn from a
+random generator at the point of use, so a replay reproduces them. The only random
+part, the 4-hex suffix of a new session id, is recorded by the ``session_created``
+event (the session id *is* the record). An f-string assembling an id anywhere else is a
+bug waiting for a format change.
+
+The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task id)::
+
+    session            sess_20260612_153022_a1b2
+    Brain agent        <sid>:brain
+    main (Brain) run   <sid>:brain:r<n>
+    worker agent       <run>/<task>            (also the worker's AgentTaskContext id)
+    an agent's run     <agent>:r<n>            (a worker runs once: <run>/<task>:r1)
+    handoff packet     <run>/handoff/<task>
+    derived in a run   <run>:<kind><n>         (nodes: <run>:n<k>)
+    event              <run>#<run_seq>, or <sid>#s<seq> for an event of no run
+    artifact           art_<sha256(<sid>:<content sha256>)[:24]>
+    review task        review, review-2, review-3 …
+    Task WAL name      the main run id with ':' and '/' turned into '_'
 """
 
 from __future__ import annotations
@@ -22,6 +36,10 @@ SESSION_ID_RE = re.compile(r"^[a-zA-Z0-9_]+$")
 # Long enough for any id clew generates (~26 chars) plus user-chosen prefixes; short
 # enough that ``events_<sid>`` stays a sane identifier.
 MAX_SESSION_ID_LEN = 128
+
+_BRAIN = "brain"
+_HANDOFF = "handoff"
+_REVIEW = "review"
 
 
 def validate_session_id(session_id: object) -> str:
@@ -43,33 +61,89 @@ def validate_session_id(session_id: object) -> str:
     return session_id
 
 
-class Clock(Protocol):
-    """Source of wall-clock timestamps written into events."""
-
-    def now(self) -> str:
-        """Return the current time as an ISO-8601 UTC string with microseconds."""
-        ...
+def session_id_at(now: str, suffix: str) -> str:
+    """Return the session id for time ``now`` (ISO-8601) and a 4-hex ``suffix``."""
+    t = _dt.datetime.fromisoformat(now)
+    return f"sess_{t:%Y%m%d_%H%M%S}_{suffix}"
 
 
-class SystemClock:
-    """The real clock."""
-
-    def now(self) -> str:
-        return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds")
+# --- agents and runs ---------------------------------------------------------------------
 
 
-class ManualClock:
-    """A deterministic clock for tests: starts at ``start`` and ticks ``step_us`` per call."""
+def brain_agent_id(session_id: str) -> str:
+    """Return the id of the session's Brain (orchestrator) agent."""
+    return f"{session_id}:{_BRAIN}"
 
-    def __init__(self, start: str = "2026-01-01T00:00:00+00:00", step_us: int = 1000) -> None:
-        self._t = _dt.datetime.fromisoformat(start)
-        self._step = _dt.timedelta(microseconds=step_us)
-        self._lock = threading.Lock()
 
-    def now(self) -> str:
-        with self._lock:
-            self._t += self._step
-            return self._t.isoformat(timespec="microseconds")
+def main_run_id(session_id: str, n: int) -> str:
+    """Return the id of the session's ``n``-th main (Brain) run, from 1."""
+    return agent_run_id(brain_agent_id(session_id), n)
+
+
+def agent_run_id(agent_id: str, n: int) -> str:
+    """Return the id of the ``n``-th run of ``agent_id``, from 1."""
+    return f"{agent_id}:r{n}"
+
+
+def is_main_run(session_id: str, agent_id: str | None) -> bool:
+    """True when a run owned by ``agent_id`` is a main run of ``session_id``."""
+    return agent_id == brain_agent_id(session_id)
+
+
+def worker_agent_id(run_id: str, task_id: str) -> str:
+    """Return the agent (and task context) id of task ``task_id`` of main run ``run_id``."""
+    return f"{run_id}/{task_id}"
+
+
+def task_of(worker_agent: str) -> str:
+    """Return the plan task id of a worker agent / context id (``<run>/<task>`` → task)."""
+    return worker_agent.rsplit("/", 1)[-1]
+
+
+def handoff_id(run_id: str, task_id: str) -> str:
+    """Return the id of the handoff packet of task ``task_id`` of main run ``run_id``."""
+    return f"{run_id}/{_HANDOFF}/{task_id}"
+
+
+def review_task_id(iteration: int) -> str:
+    """Return the task id of the review after ``iteration`` fixes (0: the first review)."""
+    return _REVIEW if iteration == 0 else f"{_REVIEW}-{iteration + 1}"
+
+
+def derived_id(scope: str, kind: str, n: int) -> str:
+    """Return the ``n``-th id of ``kind`` inside ``scope`` (a run): ``<scope>:<kind><n>``."""
+    return f"{scope}:{kind}{n}"
+
+
+# --- events and files --------------------------------------------------------------------
+
+
+def event_id(session_id: str, run_id: str | None, run_seq: int | None, seq: int) -> str:
+    """Return an event's id: ``<run>#<run_seq>`` within a run, else ``<sid>#s<seq>``."""
+    if run_id:
+        return f"{run_id}#{run_seq}"
+    return f"{session_id}#s{seq}"
+
+
+def wal_name_for(run_id: str) -> str:
+    """Return the Task WAL name of a main run (WAL names allow only ``[a-zA-Z0-9_-]``)."""
+    return run_id.replace(":", "_").replace("/", "_")
+
+
+# --- relative forms (what a person types and reads) --------------------------------------
+
+
+def relative(session_id: str, ident: str) -> str:
+    """Return ``ident`` without its session prefix (``sess_x:brain:r1`` → ``brain:r1``)."""
+    return ident.removeprefix(f"{session_id}:")
+
+
+def qualified(session_id: str, ident: str) -> str:
+    """Return the full form of an id given relative to its session (``brain:r1``)."""
+    return f"{session_id}:{ident}"
+
+
+# --- sources -----------------------------------------------------------------------------
 
 
 class IdSource(Protocol):
@@ -98,15 +172,19 @@ class DerivedIds:
         self._suffix = suffix
 
     def new_session_id(self, now: str) -> str:
-        t = _dt.datetime.fromisoformat(now)
         suffix = self._suffix if self._suffix is not None else secrets.token_hex(2)
-        return f"sess_{t:%Y%m%d_%H%M%S}_{suffix}"
+        return session_id_at(now, suffix)
 
     def next_id(self, scope: str, kind: str) -> str:
         with self._lock:
             n = self._counters.get((scope, kind), 0) + 1
             self._counters[(scope, kind)] = n
-        return f"{scope}:{kind}{n}"
+        return derived_id(scope, kind, n)
+
+
+def artifact_id_for(session_id: str, sha256_hex: str) -> str:
+    """Return the artifact id of content ``sha256_hex`` in ``session_id`` (unique per both)."""
+    return "art_" + stable_hash(f"{session_id}:{sha256_hex}".encode(), 24)
 
 
 def stable_hash(data: bytes, length: int = 16) -> str:

@@ -41,7 +41,7 @@ from eventlog.events import (
     event_type_of,
     level_of,
 )
-from eventlog.ids import validate_session_id
+from eventlog.ids import event_id, validate_session_id
 from eventlog.records import (
     AppendRequest,
     StoredEvent,
@@ -485,17 +485,13 @@ class SQLiteStore(SQLiteReads):
     ) -> StoredEvent:
         seq = self._next_seq(conn, sid)
         run_id = req.run_id
-        if run_id:
-            run_seq: int | None = self._next_run_seq(conn, sid, run_id)
-            event_id = f"{run_id}#{run_seq}"
-        else:
-            run_seq = None
-            event_id = f"{sid}#s{seq}"
+        run_seq = self._next_run_seq(conn, sid, run_id) if run_id else None
+        ev_id = event_id(sid, run_id, run_seq, seq)
         etype, level, has_node, has_tool = _type_info(event)
         node_id = _node_id(event) if has_node else None
         tool_call_id = _tool_call_id(event) if has_tool else None
         row = (
-            event_id,
+            ev_id,
             seq,
             run_seq,
             req.agent_id,
@@ -515,7 +511,7 @@ class SQLiteStore(SQLiteReads):
                 rows = pending[sid] = []
             rows.append(row)
         return StoredEvent(
-            event_id=event_id,
+            event_id=ev_id,
             seq=seq,
             run_seq=run_seq,
             agent_id=req.agent_id,

@@ -32,9 +32,10 @@ from typing import Any, Literal
 import msgspec
 import structlog
 
+from eventlog.clock import Clock
 from eventlog.durable_fs import fsync_dir, make_dirs_durable
-from eventlog.errors import InvalidName, TaskWalError
-from eventlog.ids import Clock, validate_session_id
+from eventlog.errors import InvalidName, TaskWalCorrupt, TaskWalError
+from eventlog.ids import validate_session_id
 
 WAL_FORMAT_VERSION = 1
 WAL_SUFFIX = ".wal.jsonl"
@@ -143,23 +144,6 @@ def wal_path(project_dir: str | os.PathLike[str], session_id: str, name: str) ->
 
 
 # --- replay ---------------------------------------------------------------------------------
-
-
-class TaskWalCorrupt(TaskWalError):
-    """A committed line of a Task WAL is bad: the WAL is unavailable.
-
-    ``str(error)`` starts with ``file:line``; the parts are kept as attributes so a
-    report can show them without parsing the message.
-    """
-
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path = path
-        self.line = line
-        self.reason = reason
-
-    def __reduce__(self) -> tuple[type[TaskWalCorrupt], tuple[str, int, str]]:
-        return (type(self), (self.path, self.line, self.reason))
 
 
 class ReplayResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from actors.agent import RunSettings
 from actors.runtime import Runtime
 from actors.scripted import ScriptedModel
 from actors.tools import FunctionTool
-from eventlog.ids import ManualClock
+from eventlog.clock import ManualClock
 from projections.rebuild import verify
 
 

@@ -12,6 +12,7 @@ import pytest
 import actors.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime import NothingToResume, Runtime
+from eventlog.clock import ManualClock
 from eventlog.errors import InvalidSessionId, ReplayDivergence, UnknownSession
 from eventlog.events import (
     InDoubtResolved,
@@ -20,7 +21,6 @@ from eventlog.events import (
     ToolCallStarted,
     ToolFailed,
 )
-from eventlog.ids import ManualClock
 
 CHILD = Path(__file__).with_name("_crash_demo.py")
 

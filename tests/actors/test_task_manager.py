@@ -27,8 +27,8 @@ from actors.task_manager import (
     TaskChange,
     TaskManagerHandle,
 )
+from eventlog.clock import ManualClock
 from eventlog.errors import InvalidName, InvalidSessionId, TaskGraphError, TaskWalError
-from eventlog.ids import ManualClock
 from eventlog.taskwal import (
     TaskCreated,
     TaskRemoved,

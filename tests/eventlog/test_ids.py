@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eventlog.clock import ManualClock, SystemClock
 from eventlog.errors import ClewError, InvalidSessionId
 from eventlog.ids import (
     MAX_SESSION_ID_LEN,
     SESSION_ID_RE,
     DerivedIds,
-    ManualClock,
-    SystemClock,
     seed_for,
     stable_hash,
     validate_session_id,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from eventlog.errors import InvalidName, InvalidSessionId, TaskWalError
-from eventlog.ids import ManualClock
+from eventlog.clock import ManualClock
+from eventlog.errors import InvalidName, InvalidSessionId, TaskWalCorrupt, TaskWalError
 from eventlog.taskwal import (
     TaskCreated,
     TaskDependencyAdded,
@@ -19,7 +19,6 @@ from eventlog.taskwal import (
     TaskRemoved,
     TaskStatusChanged,
     TaskWal,
-    TaskWalCorrupt,
     WalRecord,
     encode_record,
     replay_wal,
