@@ -3,21 +3,16 @@
 The public Python surface. Internal modules import their siblings directly.
 """
 
-from actors.agent import RunSettings
-from actors.brain import RunOutcome
-from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
-from actors.recorder import Divergence, FieldDiff
-from actors.replay import ReplayReport, RunDivergence
-from actors.runtime import (
-    FaultPlan,
-    NothingToResume,
-    Runtime,
-    Session,
-    SessionBusy,
-    SessionInfo,
-)
-from actors.scripted import ScriptedModel, ScriptError, load_script
-from actors.tools import FunctionTool, Tool, ToolRegistry, tool
+from actors.errors import Divergence, NothingToResume, ScriptError, SessionBusy
+from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.scripted import ScriptedModel, load_script
+from actors.models.tools import FunctionTool, Tool, ToolRegistry, tool
+from actors.orchestration.main_run import RunOutcome
+from actors.replay.diff import FieldDiff
+from actors.replay.inputs import RunSettings
+from actors.replay.report import ReplayReport, RunDivergence
+from actors.runtime.faults import FaultPlan
+from actors.runtime.runtime import Runtime, Session, SessionInfo
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,

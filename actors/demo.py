@@ -12,8 +12,8 @@ from typing import Any
 
 import pydantic
 
-from actors.scripted import ScriptedModel
-from actors.tools import FunctionTool, Tool
+from actors.models.scripted import ScriptedModel
+from actors.models.tools import FunctionTool, Tool
 
 ROLES = ["researcher", "analyst", "engineer", "designer", "tester", "writer2"]
 DEMO_PROMPT = "Plan a small offline-first notes app: research, analyse, and propose a design."

@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.runtime import Runtime
+from actors.runtime.runtime import Runtime
 from eventlog.events import RunEnded, RunStarted
+from eventlog.ids import brain_agent_id, main_run_id
 from eventlog.records import AppendRequest
 from projections import rebuild
 
@@ -48,17 +49,16 @@ def build_session(home: Path, project: Path, target_events: int, workers: int) -
 def interrupt_last_run(home: Path, project: Path, sid: str) -> None:
     """Append a started-but-unfinished main run, so resume_ready has work to find."""
     with Runtime(home, project) as rt:
-        runs = [r for r in rt.store.read_runs(sid) if r.agent_id == f"{sid}:brain"]
-        n = len(runs) + 1
-        run_id = f"{sid}:brain:r{n}"
+        brain = brain_agent_id(sid)
+        run_id = main_run_id(sid, len(rt.main_runs(sid)) + 1)
         rt.writer.append(
             AppendRequest(
                 session_id=sid,
                 event=RunStarted(
-                    run_id=run_id, agent_id=f"{sid}:brain", metadata={"prompt": DEMO_PROMPT}
+                    run_id=run_id, agent_id=brain, metadata={"prompt": DEMO_PROMPT}
                 ),
                 created_at=rt.clock.now(),
-                agent_id=f"{sid}:brain",
+                agent_id=brain,
                 run_id=run_id,
             )
         )

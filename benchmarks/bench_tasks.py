@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from actors.task_manager import CreateTask, SetStatus, TaskChange, TaskManagerHandle
+from actors.tasks.changes import CreateTask, SetStatus, TaskChange
+from actors.tasks.manager import TaskManagerHandle
 from eventlog.clock import ManualClock
 from eventlog.taskwal import (
     TaskCreated,

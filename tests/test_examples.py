@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from actors.runtime import Runtime
+from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
 from eventlog.events import ToolCallFinished
 

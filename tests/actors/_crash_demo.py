@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.runtime import Runtime
+from actors.runtime.runtime import Runtime
 
 
 def main() -> int:

@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from actors.agent import RunSettings
-from actors.brain import RunOutcome
-from actors.runtime import ModelArg, Runtime
-from actors.scripted import ScriptedModel
-from actors.tools import Tool
+from actors.models.scripted import ScriptedModel
+from actors.models.tools import Tool
+from actors.orchestration.main_run import RunOutcome
+from actors.replay.inputs import RunSettings
+from actors.runtime.runtime import ModelArg, Runtime
 from eventlog.events import (
     Event,
     HandoffSent,

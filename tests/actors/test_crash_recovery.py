@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime import Runtime
+from actors.runtime.runtime import Runtime
 from eventlog.events import ModelResponded, NodeAppended, RunEnded
 from projections import verify
 

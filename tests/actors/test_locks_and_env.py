@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.locks import SessionLock
-from actors.runtime import Runtime
+from actors.runtime.locks import SessionLock
+from actors.runtime.runtime import Runtime
 from eventlog.errors import ClewError
 
 

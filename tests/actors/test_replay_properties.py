@@ -15,10 +15,10 @@ import pydantic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.agent import RunSettings
-from actors.runtime import Runtime
-from actors.scripted import ScriptedModel
-from actors.tools import FunctionTool
+from actors.models.scripted import ScriptedModel
+from actors.models.tools import FunctionTool
+from actors.replay.inputs import RunSettings
+from actors.runtime.runtime import Runtime
 from eventlog.clock import ManualClock
 from projections.rebuild import verify
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import actors.worker
+import actors.orchestration.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.runtime import NothingToResume, Runtime
+from actors.errors import NothingToResume
+from actors.runtime.runtime import Runtime
 from eventlog.clock import ManualClock
 from eventlog.errors import InvalidSessionId, ReplayDivergence, UnknownSession
 from eventlog.events import (
@@ -51,7 +52,7 @@ def test_a_changed_prompt_template_diverges_at_each_workers_first_model_request(
 ) -> None:
     rt, sid = _demo_session(tmp_path)
     try:
-        monkeypatch.setattr(actors.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+        monkeypatch.setattr(actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
         report = rt.replay(sid)
         assert not report.identical
         diverged = {d.run_id.rsplit("/", 1)[1]: d for d in report.divergences}
@@ -172,7 +173,7 @@ def test_a_resume_whose_code_diverges_is_refused_and_a_later_resume_still_conver
     with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
         before = rt.store.count_events(sid)
         with monkeypatch.context() as m:
-            m.setattr(actors.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+            m.setattr(actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
             with pytest.raises(ReplayDivergence, match="resume refused"):
                 rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
         assert before == rt.store.count_events(sid)

@@ -22,10 +22,10 @@ from _runtime_helpers import (
     worker,
 )
 
-from actors.agent import RunSettings
-from actors.runtime import Runtime
-from actors.scripted import ScriptedModel
-from actors.tools import FunctionTool
+from actors.models.scripted import ScriptedModel
+from actors.models.tools import FunctionTool
+from actors.replay.inputs import RunSettings
+from actors.runtime.runtime import Runtime
 from eventlog.events import (
     AgentCreated,
     ClarificationRequested,
@@ -43,6 +43,7 @@ from eventlog.events import (
     TokenUsage,
     WorkerResultReceived,
 )
+from eventlog.ids import wal_name_for
 
 PROMPT = "Compare three note-taking apps and recommend one."
 
@@ -236,7 +237,7 @@ def test_a_failed_upstream_blocks_its_dependents_which_never_run(
     assert [s.worker_run("w1")] == s.worker_runs()
     blocked = [t.todo_id for t in s.of(TodoUpdated) if t.status == "blocked"]
     assert ["w2", "w3"] == blocked
-    dag = rt.task_manager(s.sid).snapshot(s.brain_run.replace(":", "_"))
+    dag = rt.task_manager(s.sid).snapshot(wal_name_for(s.brain_run)).get()
     assert ("failed", "blocked", "blocked") == tuple(dag.status(t) for t in ("w1", "w2", "w3"))
     primary_input = s.model_inputs(s.brain_run)[-1]
     assert f"{s.ctx('w2')} [sink] blocked" in primary_input

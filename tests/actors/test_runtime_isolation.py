@@ -13,8 +13,8 @@ import pydantic
 import pytest
 from _runtime_helpers import Recorded, route, rule, run_session, scripted, worker
 
-from actors.runtime import Runtime
-from actors.tools import FunctionTool
+from actors.models.tools import FunctionTool
+from actors.runtime.runtime import Runtime
 from eventlog.events import NodeAppended
 
 PROMPT = "Write a short market note about bicycles."

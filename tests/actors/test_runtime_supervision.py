@@ -14,11 +14,11 @@ import pykka
 import pytest
 from _runtime_helpers import route, rule, run_session, scripted, worker
 
-import actors.worker
+import actors.orchestration.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.model import ModelRequest, ModelResponse
-from actors.runtime import Runtime
-from actors.tools import FunctionTool, tool
+from actors.models.protocol import ModelRequest, ModelResponse
+from actors.models.tools import FunctionTool, tool
+from actors.runtime.runtime import Runtime
 from eventlog.blocks import ToolResultBlock
 from eventlog.events import (
     AgentStatusChanged,
@@ -192,7 +192,7 @@ def test_a_worker_actor_crash_becomes_a_failed_result_and_an_ended_run(
     def broken_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult]) -> str:
         raise RuntimeError("prompt builder bug")
 
-    monkeypatch.setattr(actors.worker, "worker_prompt", broken_prompt)
+    monkeypatch.setattr(actors.orchestration.worker, "worker_prompt", broken_prompt)
     model = scripted(
         route([worker("w1", "doomed", "Try"), worker("w2", "next", "Then", deps=["w1"])])
     )

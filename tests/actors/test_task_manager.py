@@ -15,18 +15,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from _task_helpers import SyncTasks
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from actors.task_manager import (
-    AddDependency,
-    CreateTask,
-    RemoveTask,
-    SetStatus,
-    TaskChange,
-    TaskManagerHandle,
-)
+from actors.tasks.changes import AddDependency, CreateTask, RemoveTask, SetStatus, TaskChange
 from eventlog.clock import ManualClock
 from eventlog.errors import InvalidName, InvalidSessionId, TaskGraphError, TaskWalError
 from eventlog.taskwal import (
@@ -45,8 +39,8 @@ SID = "sess_20260612_153022_a1b2"
 
 
 @pytest.fixture
-def handle(tmp_path: Path) -> Iterator[TaskManagerHandle]:
-    h = TaskManagerHandle.start(tmp_path, SID, clock=ManualClock())
+def handle(tmp_path: Path) -> Iterator[SyncTasks]:
+    h = SyncTasks(tmp_path, SID, clock=ManualClock())
     yield h
     h.stop()
 
@@ -55,14 +49,14 @@ def replayed(path: Path) -> TaskDag:
     return TaskDag.rebuild(r.event for r in replay_wal(path, repair=False).records)
 
 
-def seed_plan(h: TaskManagerHandle, name: str = "plan") -> None:
+def seed_plan(h: SyncTasks, name: str = "plan") -> None:
     h.create_task(name, "a", "Write the parser", "coder")
     h.create_task(name, "b", "Test the parser", "tester", ["a"])
     h.create_task(name, "c", "Document it", "writer", ["b"])
 
 
 def test_changes_are_acknowledged_with_consecutive_seqs_and_applied(
-    handle: TaskManagerHandle,
+    handle: SyncTasks,
 ) -> None:
     assert 0 == handle.open("plan").lines
 
@@ -79,7 +73,7 @@ def test_changes_are_acknowledged_with_consecutive_seqs_and_applied(
     assert "[completed] a: Write the parser (@coder) → 3 files parsed" in handle.board("plan")
 
 
-def test_a_wal_is_opened_on_first_use(handle: TaskManagerHandle, tmp_path: Path) -> None:
+def test_a_wal_is_opened_on_first_use(handle: SyncTasks, tmp_path: Path) -> None:
     handle.create_task("plan", "a", "A", "coder")
 
     assert 1 == handle.last_seq("plan")
@@ -87,7 +81,7 @@ def test_a_wal_is_opened_on_first_use(handle: TaskManagerHandle, tmp_path: Path)
 
 
 def test_a_refused_change_writes_nothing_and_raises_in_the_caller(
-    handle: TaskManagerHandle, tmp_path: Path
+    handle: SyncTasks, tmp_path: Path
 ) -> None:
     seed_plan(handle)
     path = wal_path(tmp_path, SID, "plan")
@@ -104,7 +98,7 @@ def test_a_refused_change_writes_nothing_and_raises_in_the_caller(
 
 
 def test_a_failed_append_leaves_the_dag_unchanged_and_raises_task_wal_error(
-    handle: TaskManagerHandle, monkeypatch: pytest.MonkeyPatch
+    handle: SyncTasks, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_plan(handle)
     before = handle.snapshot("plan")
@@ -122,7 +116,7 @@ def test_a_failed_append_leaves_the_dag_unchanged_and_raises_task_wal_error(
 
 
 def test_a_batch_is_one_append_and_all_or_nothing(
-    handle: TaskManagerHandle, tmp_path: Path
+    handle: SyncTasks, tmp_path: Path
 ) -> None:
     seqs = handle.apply_changes(
         "plan",
@@ -150,7 +144,7 @@ def test_a_batch_is_one_append_and_all_or_nothing(
 
 
 def test_several_named_wals_of_one_session_are_independent(
-    handle: TaskManagerHandle, tmp_path: Path
+    handle: SyncTasks, tmp_path: Path
 ) -> None:
     seed_plan(handle, "plan")
     handle.create_task("review-1", "a", "Review", "reviewer")
@@ -161,13 +155,13 @@ def test_several_named_wals_of_one_session_are_independent(
 
 
 def test_reopening_replays_the_wal_to_the_same_dag(tmp_path: Path) -> None:
-    with TaskManagerHandle.start(tmp_path, SID) as first:
+    with SyncTasks(tmp_path, SID) as first:
         seed_plan(first)
         first.set_status("plan", "a", "running")
         first.set_status("plan", "a", "failed", "boom")
         live = first.snapshot("plan")
 
-    with TaskManagerHandle.start(tmp_path, SID) as second:
+    with SyncTasks(tmp_path, SID) as second:
         report = second.open("plan")
         assert (5, False, True) == (report.lines, report.truncated_tail, report.available)
         assert live == second.snapshot("plan")
@@ -177,7 +171,7 @@ def test_reopening_replays_the_wal_to_the_same_dag(tmp_path: Path) -> None:
 def test_a_torn_tail_is_cut_on_reopen_reported_and_the_dag_is_the_state_before(
     tmp_path: Path,
 ) -> None:
-    with TaskManagerHandle.start(tmp_path, SID) as first:
+    with SyncTasks(tmp_path, SID) as first:
         seed_plan(first)
         before = first.snapshot("plan")
     path = wal_path(tmp_path, SID, "plan")
@@ -185,7 +179,7 @@ def test_a_torn_tail_is_cut_on_reopen_reported_and_the_dag_is_the_state_before(
     half = b'{"seq":4,"v":1,"at":"2026-01-01T00:00:00+00:00","event":{"event_type":"task_st'
     path.write_bytes(good + half)
 
-    with TaskManagerHandle.start(tmp_path, SID) as second:
+    with SyncTasks(tmp_path, SID) as second:
         report = second.open("plan")
         assert (3, True, len(half)) == (report.lines, report.truncated_tail, report.truncated_bytes)
         assert good == path.read_bytes()
@@ -196,7 +190,7 @@ def test_a_torn_tail_is_cut_on_reopen_reported_and_the_dag_is_the_state_before(
 def test_mid_file_corruption_makes_only_that_wal_unavailable_naming_file_and_line(
     tmp_path: Path,
 ) -> None:
-    with TaskManagerHandle.start(tmp_path, SID) as first:
+    with SyncTasks(tmp_path, SID) as first:
         seed_plan(first)
         first.create_task("other", "x", "X", "coder")
     path = wal_path(tmp_path, SID, "plan")
@@ -204,7 +198,7 @@ def test_mid_file_corruption_makes_only_that_wal_unavailable_naming_file_and_lin
     lines[1] = b'{"seq":2,"v":1,"at":"x","event":{"event_type":"task_cre\n'
     path.write_bytes(b"".join(lines))
 
-    with TaskManagerHandle.start(tmp_path, SID) as second:
+    with SyncTasks(tmp_path, SID) as second:
         report = second.open("plan")
         with pytest.raises(TaskWalError, match=f"{path}:2: "):
             second.create_task("plan", "d", "D", "coder")
@@ -216,7 +210,7 @@ def test_mid_file_corruption_makes_only_that_wal_unavailable_naming_file_and_lin
 def test_a_line_the_dag_refuses_makes_the_wal_unavailable_naming_file_and_line(
     tmp_path: Path,
 ) -> None:
-    with TaskManagerHandle.start(tmp_path, SID) as first:
+    with SyncTasks(tmp_path, SID) as first:
         seed_plan(first)
     path = wal_path(tmp_path, SID, "plan")
     lines = path.read_bytes().splitlines(keepends=True)
@@ -225,7 +219,7 @@ def test_a_line_the_dag_refuses_makes_the_wal_unavailable_naming_file_and_line(
     lines[0] = encode_record(WalRecord(seq=1, v=1, at="x", event=forged))
     path.write_bytes(b"".join(lines))
 
-    with TaskManagerHandle.start(tmp_path, SID) as second:
+    with SyncTasks(tmp_path, SID) as second:
         report = second.open("plan")
 
     assert not report.available
@@ -234,7 +228,7 @@ def test_a_line_the_dag_refuses_makes_the_wal_unavailable_naming_file_and_line(
 
 @pytest.mark.parametrize("name", ["../x", "a/b", "a\x00b", "..", "", "x" * 300])
 def test_malicious_wal_names_are_refused_and_never_touch_the_disk(
-    handle: TaskManagerHandle, tmp_path: Path, name: str
+    handle: SyncTasks, tmp_path: Path, name: str
 ) -> None:
     with pytest.raises(InvalidName):
         handle.open(name)
@@ -246,7 +240,7 @@ def test_malicious_wal_names_are_refused_and_never_touch_the_disk(
 
 def test_an_unsafe_session_id_is_refused_when_the_actor_starts(tmp_path: Path) -> None:
     with pytest.raises(InvalidSessionId):
-        TaskManagerHandle.start(tmp_path, "../../etc")
+        SyncTasks(tmp_path, "../../etc")
 
 
 # --- model-based: the live DAG always equals the DAG replayed from the file -------------------
@@ -263,7 +257,7 @@ class LiveEqualsReplayed(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = tempfile.mkdtemp(prefix="clew-taskwal-")
-        self.handle = TaskManagerHandle.start(self.tmp, SID, clock=ManualClock())
+        self.handle = SyncTasks(self.tmp, SID, clock=ManualClock())
         self.path = wal_path(self.tmp, SID, "sm")
         self.handle.open("sm")
         self.seq = 0
@@ -334,7 +328,7 @@ class LiveEqualsReplayed(RuleBasedStateMachine):
     def restart(self) -> None:
         live = self.handle.snapshot("sm")
         self.handle.stop()
-        self.handle = TaskManagerHandle.start(self.tmp, SID, clock=ManualClock())
+        self.handle = SyncTasks(self.tmp, SID, clock=ManualClock())
         report = self.handle.open("sm")
         assert (self.seq, False) == (report.lines, report.truncated_tail)
         assert live == self.handle.snapshot("sm")
@@ -356,17 +350,18 @@ TestLiveEqualsReplayed = LiveEqualsReplayed.TestCase
 CHILD = """
 import sys
 import msgspec
-from actors.task_manager import TaskChange, TaskManagerHandle
+from actors.tasks.changes import TaskChange
+from actors.tasks.manager import start_task_manager, stop_task_manager
 
 project, sid, ops = sys.argv[1], sys.argv[2], sys.argv[3]
 changes = msgspec.json.decode(open(ops, "rb").read(), type=list[TaskChange])
-handle = TaskManagerHandle.start(project, sid)
-handle.open("burst")
+tasks = start_task_manager(project, sid)
+tasks.open("burst").get()
 print("ready", flush=True)
 for change in changes:
-    seq = handle.apply_changes("burst", [change])[0]
+    seq = tasks.apply_changes("burst", [change]).get()[0]
     print(f"ack {seq}", flush=True)
-handle.stop()
+stop_task_manager(tasks)
 """
 
 
@@ -425,14 +420,14 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_change(tmp_path: Path) -> 
                 assert a == b
             case _:
                 pytest.fail(f"line {record.seq} is {record.event!r}, expected {change!r}")
-    with TaskManagerHandle.start(tmp_path, SID) as h:
+    with SyncTasks(tmp_path, SID) as h:
         report = h.open("burst")
         assert (True, len(records)) == (report.available, report.lines)
         assert TaskDag.rebuild(r.event for r in records) == h.snapshot("burst")
 
 
 def test_the_blocked_set_topological_order_and_dependents_are_queries_of_the_actor(
-    handle: TaskManagerHandle,
+    handle: SyncTasks,
 ) -> None:
     seed_plan(handle)
     handle.set_status("plan", "a", "running")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_server import TEST_KEY, FakeClock, FakeServer
 
-from actors.providers import AnthropicModel, HttpOptions, OpenAIChatModel, RetryPolicy
+from actors.models.providers import AnthropicModel, HttpOptions, OpenAIChatModel, RetryPolicy
 
 
 @pytest.fixture

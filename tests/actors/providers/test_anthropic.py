@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from fake_server import TEST_KEY, FakeServer, Reply, anthropic_reply
 
-from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
-from actors.providers import AnthropicModel, ProviderConfigError, model_from_spec
+from actors.errors import ProviderConfigError
+from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.providers import AnthropicModel, model_from_spec
 from eventlog.blocks import JsonBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 

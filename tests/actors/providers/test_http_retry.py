@@ -14,17 +14,17 @@ from collections.abc import Callable
 import pytest
 from fake_server import TEST_KEY, FakeClock, FakeServer, Reply, anthropic_reply, openai_reply
 
-from actors.model import Model, ModelRequest
-from actors.providers import (
+from actors.errors import ProviderConfigError
+from actors.models.protocol import Model, ModelRequest
+from actors.models.providers import (
     AnthropicModel,
     HttpOptions,
     OpenAIChatModel,
-    ProviderConfigError,
     RetryPolicy,
     end_reason_for,
     parse_retry_after,
 )
-from actors.providers.http import excerpt
+from actors.models.providers.http import excerpt
 from eventlog.blocks import Message, TextBlock
 from eventlog.codec import encode
 from eventlog.errors import ModelError

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from fake_server import TEST_KEY, FakeServer, Reply, openai_reply
 
-from actors.model import Model, ModelRequest, ModelResponse, ToolSpec
-from actors.providers import OpenAIChatModel, ProviderConfigError, model_from_spec
+from actors.errors import ProviderConfigError
+from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.providers import OpenAIChatModel, model_from_spec
 from eventlog.blocks import (
     ArtifactRefBlock,
     JsonBlock,

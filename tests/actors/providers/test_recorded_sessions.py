@@ -21,12 +21,10 @@ import pytest
 from fake_server import FakeServer, Reply, anthropic_reply, openai_reply
 
 import projections
-from actors.brain import PRIMARY_SYSTEM
-from actors.model import Model
-from actors.plan import ROUTER_SYSTEM
-from actors.runtime import Runtime
-from actors.tools import FunctionTool
-from actors.worker import WORKER_SYSTEM
+from actors.models.protocol import Model
+from actors.models.tools import FunctionTool
+from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, WORKER_SYSTEM
+from actors.runtime.runtime import Runtime
 from eventlog.events import ModelRequested, ModelResponded, ToolCallStarted
 
 SECRET = "sk-test-SECRET-1234567890"

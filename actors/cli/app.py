@@ -1,0 +1,28 @@
+"""The ``clew`` typer application; the command modules register on it.
+
+Names, flags, exit codes and JSON shapes are a contract, documented in ``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from actors.cli.options import BEFORE_COMMAND, Home, Project
+
+app = typer.Typer(
+    name="clew",
+    help="clew: an event-sourced actor runtime for LLM agent sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(home: Home = None, project: Project = None) -> None:
+    """clew: an event-sourced actor runtime for LLM agent sessions.
+
+    --home and --project work before the command or after it.
+    """
+    BEFORE_COMMAND.update(home=home, project=project)

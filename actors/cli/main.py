@@ -1,0 +1,60 @@
+"""The ``clew`` entry point: configure logging, run the typer app, map errors to exit codes.
+
+The CLI is the one place that configures logging: structlog renders warnings and above
+to stderr, so ``--json`` output on stdout is never polluted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import typer
+
+# The command modules register their commands on the app when imported.
+from actors.cli import check_commands, read_commands, run_commands
+from actors.cli.app import app
+from actors.cli.logs import configure_logging
+from actors.cli.options import BEFORE_COMMAND
+from actors.cli.output import on_interrupt, one_line, usage_error
+from eventlog.errors import ClewError, Refused
+
+COMMAND_MODULES = (run_commands, read_commands, check_commands)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the clew CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    configure_logging()
+    BEFORE_COMMAND.clear()
+    # Only the process's own entry point exits on Ctrl-C; a caller of main() (tests, an
+    # embedding program) keeps its handler.
+    # A process started with Ctrl-C ignored (nohup, a background job) keeps ignoring it.
+    own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
+    try:
+        result = app(args=args, prog_name="clew", standalone_mode=False)
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Refused as e:
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        return 2
+    except ClewError as e:
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `clew export … | head`: the reader left; stop quietly.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process exits
+        return 0
+    except Exception as e:
+        code = usage_error(e)
+        if code is None:
+            raise
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return result if isinstance(result, int) else 0
+

@@ -1,0 +1,159 @@
+"""``clew demo``, ``clew run``, ``clew resume``: the commands that run a session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import msgspec
+import typer
+
+from actors.cli import render
+from actors.cli.app import app
+from actors.cli.options import (
+    Home,
+    Json,
+    Project,
+    SessionArg,
+    open_runtime,
+    open_session,
+    where_from,
+)
+from actors.cli.output import exit_with, fail, print_json
+from actors.cli.read_commands import print_tasks, print_tree
+from actors.cli.recipes import ModelRecipe, build_model, check_reachable, models_for_resume
+from actors.demo import DEMO_PROMPT, demo_model, demo_tools
+from actors.errors import SessionBusy, UsageError
+from eventlog.errors import ReplayDivergence
+from eventlog.events import ModelFailed
+
+
+@app.command()
+def demo(
+    workers: Annotated[int, typer.Option(min=1, max=32, help="number of workers")] = 3,
+    slow: Annotated[int, typer.Option(metavar="MS", min=0, help="delay per model call")] = 0,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Run the built-in scripted scenario, show its tree and DAG, and replay-check it."""
+    where = where_from(home, project)
+    out = render.make_console()
+    rt = open_runtime(where)
+    try:
+        recipe = ModelRecipe(scenario="demo", workers=workers)
+        session = rt.new_session(metadata=msgspec.to_builtins(recipe))
+        if not as_json:
+            # Printed (and flushed) first, so a person or a test can kill the run and resume it.
+            out.print(f"session {session.id}")
+            sys.stdout.flush()
+        outcome = session.run(
+            DEMO_PROMPT, model=demo_model(workers, slow), tools=demo_tools(where.project)
+        )
+        report = rt.replay(session.id)
+        ok = outcome.status == "completed" and report.identical
+        if as_json:
+            print_json({**msgspec.to_builtins(outcome), "replay": report.to_json()})
+            exit_with(0 if ok else 1)
+            return
+        out.print(f"status: {outcome.status}")
+        out.print(f"answer: {outcome.answer or outcome.error or outcome.question}")
+        print_tree(rt, session.id)
+        print_tasks(rt, where, session.id, rt.store.read_session(session.id))
+        out.print(f"replay check: {report.summary()}")
+        out.print(f"next: clew show {session.id} · clew timeline {session.id}"
+                  f" · clew replay {session.id}")
+    finally:
+        rt.close()
+    exit_with(0 if ok else 1)
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="the user request")],
+    model: Annotated[str, typer.Option("--model", metavar="SPEC",
+                                       help="scripted:PATH, openai:<model> or anthropic:<model>")],
+    fallback: Annotated[list[str] | None, typer.Option(
+        "--fallback", metavar="SPEC", help="a fallback model (repeatable, tried in order)")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", metavar="URL", help="provider base URL (else OPENAI_/ANTHROPIC_BASE_URL)")
+    ] = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Run PROMPT in a new session with a model chain; print the outcome and session id."""
+    where = where_from(home, project)
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    specs = [model, *(fallback or [])]
+    # Everything that can be refused is checked before the session exists.
+    models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
+    check_reachable(specs, os.environ, base_url)
+    recipe = ModelRecipe(scenario="run", model=model, fallback=specs[1:], base_url=base_url)
+    rt = open_runtime(where)
+    try:
+        session = rt.new_session(metadata=msgspec.to_builtins(recipe))
+        outcome = session.run(prompt, model=models)
+        gave_up = outcome.status == "failed" and any(
+            isinstance(e.event, ModelFailed) and not e.event.will_fallback
+            for e in rt.store.iter_events(session.id)
+        )
+    finally:
+        rt.close()
+        for m in models:
+            close = getattr(m, "close", None)
+            if close is not None:
+                close()
+    if as_json:
+        print_json(msgspec.to_builtins(outcome))
+    elif outcome.status == "completed":
+        print(outcome.answer)
+        print(f"session {outcome.session_id} ({outcome.status})", file=sys.stderr)
+    elif outcome.status == "needs_clarification":
+        print(f"needs clarification: {outcome.question}")
+        print(f"session {outcome.session_id}", file=sys.stderr)
+    if outcome.status in ("completed", "needs_clarification"):
+        return
+    if gave_up:
+        # The model could not be used at all (every candidate failed): a config problem.
+        fail(f"the model failed: {outcome.error} (recorded in session {outcome.session_id})", 2)
+    fail(f"run {outcome.status}: {outcome.error} (session {outcome.session_id})")
+
+
+@app.command()
+def resume(
+    session: SessionArg,
+    slow: Annotated[int | None, typer.Option(metavar="MS", min=0,
+                                             help="delay per scripted model call")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", metavar="SPEC", help="override the model the session was created with")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Finish an interrupted session: replay it to the end of its log, then go on live."""
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
+        sid = row.session_id
+        if not rt.interrupted_runs(sid):
+            if rt.is_owned(sid):
+                raise SessionBusy(f"session {sid} is in use by another process")
+            raise UsageError(f"session {sid} has no interrupted run; nothing to resume")
+        models, tools = models_for_resume(
+            row, env=os.environ, project_dir=where.project, slow_ms=slow,
+            override=[model] if model else [], base_url=base_url,
+        )
+        try:
+            outcome = rt.resume(sid, model=models, tools=tools)
+        except ReplayDivergence as e:
+            fail(str(e))
+    if as_json:
+        print_json(msgspec.to_builtins(outcome))
+    else:
+        print(f"session {sid}: {outcome.status}")
+        print(outcome.answer or outcome.error or outcome.question or "")
+    exit_with(0 if outcome.status in ("completed", "needs_clarification") else 1)
+

@@ -1,0 +1,358 @@
+"""One JSON POST to a model provider, with bounded retries: the loop both adapters share.
+
+Policy (numbers in :class:`RetryPolicy`; the prose lives in ``docs/providers.md``):
+
+- 429 and every 5xx are retried; any other non-2xx status fails at once;
+- a timeout, a refused/reset connection or a body cut off mid-way is retried;
+- a complete 2xx body that is not a JSON object fails at once (a wrong base URL
+  serving HTML does not get better by asking again);
+- the wait before retry *n* is the server's ``Retry-After`` when it sent one
+  (``retry-after-ms``, seconds, or an HTTP date), else full jitter:
+  ``uniform(0, min(max_delay, base_delay * 2 ** (n - 1)))``;
+- at most ``max_attempts`` requests, and never past ``deadline`` seconds from the
+  first one: each attempt's timeout is cut to what is left, and a wait that would
+  end past the deadline is not started.
+
+Sleeping, randomness and both clocks are constructor seams, so tests run in
+milliseconds and see exact delays. Secrets handed to the client are scrubbed
+from every error message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Self, TypeVar
+
+import httpx
+import msgspec
+
+from actors.errors import ProviderConfigError
+from eventlog.errors import ModelError
+
+EXCERPT_LIMIT = 200
+
+Sleep = Callable[[float], None]
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    """How hard to try: attempts, backoff shape and a total deadline, in seconds."""
+
+    max_attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    deadline: float = 180.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ProviderConfigError(f"max_attempts must be at least 1, not {self.max_attempts}.")
+        if self.deadline <= 0 or self.base_delay < 0 or self.max_delay < 0:
+            raise ProviderConfigError(
+                "the retry deadline must be positive and delays non-negative."
+            )
+
+    def backoff(self, failures: int, rng: random.Random) -> float:
+        """Return the full-jitter wait after ``failures`` failed attempts (1-based)."""
+        cap = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
+        return rng.uniform(0.0, cap)
+
+
+def is_retryable_status(status: int) -> bool:
+    """Return whether an HTTP status is worth another attempt (429 and 5xx)."""
+    return status == 429 or 500 <= status <= 599
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """Return the wait the server asked for, in seconds, or ``None`` if it asked none.
+
+    Reads ``retry-after-ms`` (OpenAI) first, then ``retry-after`` as seconds or
+    as an HTTP date, measured from the wall-clock time ``now``. A negative wait
+    is clamped to 0; an unparseable header counts as absent.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is always GMT; be lenient with a missing zone
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_LIMIT) -> str:
+    """Return ``text`` with secrets masked, whitespace collapsed, cut to ``limit`` chars."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _error_detail(body: bytes) -> str:
+    """Return the provider's error message from a JSON error body, else the raw text."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return text
+    # OpenAI: {"error": {"message": …}}; Anthropic: {"type": "error", "error": {"message": …}};
+    # Ollama: {"error": "…"}; vLLM: {"object": "error", "message": "…"}
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+        if isinstance(data.get("message"), str):
+            return str(data["message"])
+    return text
+
+
+def redacted_url(url: str) -> str:
+    """Return ``url`` without user info or query string, safe for an error message."""
+    parsed = httpx.URL(url)
+    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+class _Attempt(Exception):
+    """One failed attempt: the error to raise if no retry follows, and how long to wait."""
+
+    def __init__(self, error: ModelError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpOptions:
+    """Transport settings and seams shared by every adapter.
+
+    Attributes:
+        timeout: seconds per attempt (connect, read, write each), cut to the deadline.
+        retry: attempts, backoff and deadline.
+        sleep: waits between attempts (``time.sleep``; tests pass a recorder).
+        rng: draws the jitter (a fresh ``random.Random`` when ``None``).
+        clock: monotonic seconds, for the deadline.
+        wall_clock: epoch seconds, to turn a ``Retry-After`` HTTP date into a wait.
+        client: an ``httpx.Client`` to share; one is created (and owned) otherwise.
+    """
+
+    timeout: float = 60.0
+    retry: RetryPolicy = RetryPolicy()
+    sleep: Sleep = time.sleep
+    rng: random.Random | None = None
+    clock: Clock = time.monotonic
+    wall_clock: Clock = time.time
+    client: httpx.Client | None = None
+
+
+class JsonHttpClient:
+    """POST a JSON body to one URL and return the decoded JSON object, retrying per policy.
+
+    Args:
+        label: who is calling, for error messages (the model spec, ``openai:gpt-4o``).
+        url: the endpoint; its query string and user info never appear in messages.
+        headers: sent with every request (may hold secrets: they are never echoed).
+        secrets: strings scrubbed from every error message (the API key).
+        options: timeout, retry policy and seams.
+    """
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        url: str,
+        headers: Mapping[str, str],
+        secrets: Iterable[str] = (),
+        options: HttpOptions | None = None,
+    ) -> None:
+        options = options or HttpOptions()
+        self._label = label
+        self._url = url
+        self._where = redacted_url(url)
+        self._headers = {"content-type": "application/json", **headers}
+        self._secrets = tuple(s for s in secrets if s)
+        self._timeout = options.timeout
+        self._policy = options.retry
+        self._sleep = options.sleep
+        self._rng = options.rng or random.Random()
+        self._clock = options.clock
+        self._wall_clock = options.wall_clock
+        self._owns_client = options.client is None
+        # trust_env=False: the library reads no environment (proxy variables included);
+        # whoever needs a proxy passes a client built at the edge.
+        self._client = options.client or httpx.Client(trust_env=False)
+
+    @property
+    def where(self) -> str:
+        """Return the endpoint URL as it may be shown (no query, no user info)."""
+        return self._where
+
+    def unexpected(self, data: Any, detail: str) -> ModelError:
+        """Return the error for a 2xx JSON reply whose shape the adapter cannot map."""
+        shown = excerpt(msgspec.json.encode(data).decode(), self._secrets)
+        return ModelError(
+            f"{self._label} call failed: HTTP 200 with an unexpected body ({detail}): {shown!r}",
+            status=200,
+        )
+
+    def close(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def post(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Send ``payload`` and return the reply's JSON object.
+
+        Raises:
+            ModelError: the call failed for good; ``status`` is the last HTTP status
+                (``None`` if no response arrived), ``retryable`` says whether the
+                failure was of a transient kind (so a fallback may be worth it).
+        """
+        body = msgspec.json.encode(payload)
+        policy = self._policy
+        start = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = policy.deadline - (self._clock() - start)
+            try:
+                return self._attempt(body, min(self._timeout, remaining))
+            except _Attempt as failed:
+                error = failed.error
+                if not error.retryable:
+                    raise error from None
+                if attempt >= policy.max_attempts:
+                    raise self._final(error, attempt) from None
+                if failed.retry_after is not None:
+                    wait = failed.retry_after
+                    why = f"Retry-After {wait:g} s would pass the deadline"
+                else:
+                    wait = policy.backoff(attempt, self._rng)
+                    why = "the retry deadline passed"
+                # A wait that ends at or past the deadline leaves no time for the next attempt.
+                if wait >= policy.deadline - (self._clock() - start):
+                    raise self._final(error, attempt, f"; not retried: {why}") from None
+                self._sleep(wait)
+
+    def _attempt(self, body: bytes, timeout: float) -> dict[str, Any]:
+        request = self._client.build_request(
+            "POST", self._url, content=body, headers=self._headers, timeout=timeout
+        )
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise _Attempt(self._fail(f"timed out after {timeout:.3g} s", retry=True)) from None
+        except httpx.TransportError as e:
+            verb = "cannot connect to" if isinstance(e, httpx.ConnectError) else "lost the link to"
+            raise _Attempt(
+                self._fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
+            ) from None
+        status = response.status_code
+        try:
+            raw = self._read(response)
+        finally:
+            response.close()
+        if not 200 <= status <= 299:
+            detail = excerpt(_error_detail(raw), self._secrets)
+            retry = is_retryable_status(status)
+            wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
+            raise _Attempt(self._fail(f"HTTP {status}: {detail}", status, retry), wait)
+        try:
+            data = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            data = None
+        if not isinstance(data, dict):
+            shown = excerpt(raw.decode("utf-8", errors="replace"), self._secrets)
+            raise _Attempt(
+                self._fail(
+                    f"HTTP {status} with a body that is not a JSON object: {shown!r}", status
+                )
+            )
+        return data
+
+    def _read(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        try:
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+        except httpx.TimeoutException:
+            raise _Attempt(
+                self._fail("timed out reading the body", response.status_code, retry=True)
+            ) from None
+        except httpx.TransportError:
+            got = b"".join(chunks)
+            shown = excerpt(got.decode("utf-8", errors="replace"), self._secrets)
+            raise _Attempt(
+                self._fail(
+                    f"HTTP {response.status_code} body cut off after {len(got)} bytes: {shown!r}",
+                    response.status_code,
+                    retry=True,
+                )
+            ) from None
+        return b"".join(chunks)
+
+    def _fail(self, what: str, status: int | None = None, retry: bool = False) -> ModelError:
+        return ModelError(f"{self._label} call failed: {what}", status=status, retryable=retry)
+
+    def _final(self, error: ModelError, attempts: int, tail: str = "") -> ModelError:
+        message = f"{error} (after {attempts} attempt{'s' if attempts != 1 else ''}{tail})"
+        return ModelError(message, status=error.status, retryable=error.retryable)
+
+
+_R = TypeVar("_R")
+
+
+class HttpModel:
+    """What both adapters share: a ``JsonHttpClient``, closing it, posting and typing a reply.
+
+    Subclasses set ``name`` and ``_http`` and implement ``complete``.
+    """
+
+    name: str
+    _http: JsonHttpClient
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, url={self._http.where!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the HTTP connection pool (if this adapter created it)."""
+        self._http.close()
+
+    def _post(self, payload: dict[str, Any], reply_type: type[_R]) -> tuple[_R, Any]:
+        """POST ``payload``; return the reply converted to ``reply_type`` and the raw data.
+
+        Raises:
+            ModelError: the retry policy gave up, or the reply has the wrong shape.
+        """
+        data = self._http.post(payload)
+        try:
+            return msgspec.convert(data, reply_type), data
+        except msgspec.ValidationError as e:
+            raise self._http.unexpected(data, str(e)) from None

@@ -1,0 +1,256 @@
+"""The OpenAI Chat Completions adapter: OpenAI itself, Ollama, vLLM, llama.cpp, LM Studio.
+
+Mapping (clew → wire): the system prompt is the first ``system`` message; text,
+json (as JSON text) and artifact_ref (as ``[artifact <id>: <summary>]``) blocks
+become the message's string content; assistant tool_call blocks become
+``tool_calls`` with their ids and JSON-string arguments; each tool_result block
+becomes a ``role: tool`` message with its ``tool_call_id`` (an error result's
+text starts with ``ERROR: `` — the wire format has no flag for it).
+
+Mapping (wire → clew): ``content`` → a text block, ``tool_calls`` → tool_call
+blocks (arguments parsed), usage → :class:`Usage` with disjoint buckets
+(``input_tokens`` excludes the cached prompt tokens, which are
+``cache_read_tokens``), ``finish_reason`` → the normalised stop reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from actors.models.protocol import ModelRequest, ModelResponse
+from actors.models.providers.http import HttpModel, HttpOptions, JsonHttpClient
+from actors.models.providers.mapping import joined_text, json_text, tool_arguments
+from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
+from eventlog.events import Usage
+from eventlog.ids import stable_hash
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ERROR_PREFIX = "ERROR: "
+
+FINISH_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "error",
+}
+
+
+class OpenAIChatModel(HttpModel):
+    """A :class:`~actors.model.Model` speaking the Chat Completions protocol.
+
+    Args:
+        model: the provider's model name (``gpt-4o-mini``, ``llama3.2:3b``).
+        base_url: up to and including ``/v1``; ``/chat/completions`` is appended.
+        api_key: sent as ``Authorization: Bearer``; ``None`` for local servers.
+        options: timeout, retry policy and seams.
+        max_tokens_param: the body field carrying ``max_tokens``; OpenAI's
+            reasoning models want ``max_completion_tokens``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        options: HttpOptions | None = None,
+        max_tokens_param: str = "max_tokens",
+    ) -> None:
+        self.name = f"openai:{model}"
+        self.model = model
+        self._max_tokens_param = max_tokens_param
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = JsonHttpClient(
+            label=self.name,
+            url=base_url.rstrip("/") + "/chat/completions",
+            headers=headers,
+            secrets=(api_key or "",),
+            options=options,
+        )
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` to ``/chat/completions`` and map the reply.
+
+        The adapter's own model name is sent; ``request.model`` is only recorded.
+
+        Raises:
+            ModelError: after the retry policy gave up, or for a reply it cannot map.
+        """
+        payload = chat_payload(self.model, request, self._max_tokens_param)
+        completion, data = self._post(payload, _Completion)
+        if not completion.choices:
+            raise self._http.unexpected(data, "no choices")
+        return response_from(completion, self.model)
+
+
+# --- clew → wire ------------------------------------------------------------------------
+
+
+def chat_payload(model: str, request: ModelRequest, max_tokens_param: str) -> dict[str, Any]:
+    """Return the Chat Completions body for ``request``."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        messages.extend(wire_messages(message))
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        max_tokens_param: request.max_tokens,
+    }
+    if request.temperature is not None:
+        payload["temperature"] = request.temperature
+    if request.tools:
+        payload["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters or {"type": "object", "properties": {}},
+                },
+            }
+            for tool in request.tools
+        ]
+    return payload
+
+
+def wire_messages(message: Message) -> list[dict[str, Any]]:
+    """Return the wire messages for one clew message (tool results become their own)."""
+    out: list[dict[str, Any]] = []
+    rest: list[ContentBlock] = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            text = joined_text(block.content)
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": block.tool_call_id,
+                    "content": ERROR_PREFIX + text if block.is_error else text,
+                }
+            )
+        else:
+            rest.append(block)
+    if message.role == "assistant":
+        calls = [b for b in rest if isinstance(b, ToolCallBlock)]
+        texts = [b for b in rest if not isinstance(b, ToolCallBlock)]
+        if calls or texts:
+            wire: dict[str, Any] = {
+                "role": "assistant",
+                "content": joined_text(texts) if texts else None,
+            }
+            if calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json_text(call.arguments)},
+                    }
+                    for call in calls
+                ]
+            out.append(wire)
+    elif rest:
+        out.append(
+            {"role": "system" if message.role == "system" else "user", "content": joined_text(rest)}
+        )
+    return out
+
+
+# --- wire → clew ------------------------------------------------------------------------
+
+
+class _Function(msgspec.Struct):
+    name: str = ""
+    arguments: Any = None
+
+
+class _ToolCall(msgspec.Struct):
+    id: str | None = None
+    function: _Function = msgspec.field(default_factory=_Function)
+
+
+class _Message(msgspec.Struct):
+    content: str | list[Any] | None = None
+    tool_calls: list[_ToolCall] | None = None
+    refusal: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _Completion(msgspec.Struct):
+    choices: list[_Choice]
+    id: str | None = None
+    usage: _Usage | None = None
+    model: str | None = None
+
+
+def _content_text(content: str | list[Any] | None) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    # some gateways answer with a list of parts: [{"type": "text", "text": "…"}]
+    return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+
+
+def response_from(completion: _Completion, model: str) -> ModelResponse:
+    """Map the first choice of a completion to a :class:`ModelResponse`."""
+    choice = completion.choices[0]
+    message = choice.message
+    blocks: list[ContentBlock] = []
+    text = _content_text(message.content) or (message.refusal or "")
+    if text:
+        blocks.append(TextBlock(text=text))
+    for index, call in enumerate(message.tool_calls or []):
+        blocks.append(
+            ToolCallBlock(
+                id=call.id or _fallback_call_id(completion.id, call, index),
+                name=call.function.name,
+                arguments=tool_arguments(call.function.arguments),
+            )
+        )
+    stop_reason = FINISH_REASONS.get(choice.finish_reason or "", "end_turn")
+    # Some local servers say "stop" even when they return tool calls.
+    if message.tool_calls and stop_reason == "end_turn":
+        stop_reason = "tool_use"
+    return ModelResponse(
+        content=blocks,
+        usage=_usage(completion.usage),
+        stop_reason=stop_reason,
+        model=completion.model or model,
+    )
+
+
+def _fallback_call_id(completion_id: str | None, call: _ToolCall, index: int) -> str:
+    """Return a stable id for a tool call the server sent without one."""
+    seed = msgspec.json.encode([completion_id, index, call.function.name, call.function.arguments])
+    return f"call_{stable_hash(seed, 16)}"
+
+
+def _usage(usage: _Usage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt = usage.prompt_tokens or 0
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details else 0
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cached,
+    )

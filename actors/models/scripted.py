@@ -1,0 +1,148 @@
+"""``ScriptedModel``: a deterministic model driven by a JSON script.
+
+What tests and ``clew demo`` use. The script is a list of rules; the first rule
+whose ``role`` / ``phase`` / ``contains`` match the request answers it, with
+``replies[turn]`` where *turn* is the number of assistant messages already in
+the request (the last reply repeats). A reply is plain text, a JSON value, tool
+calls (with optional text), or an error. See docs/runtime.md for the format.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from actors.models.protocol import ModelRequest, ModelResponse, request_hash
+from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
+from actors.errors import ScriptError
+from eventlog.errors import ModelError
+from eventlog.events import Usage
+
+
+class ScriptedToolCall(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class ScriptedReply(pydantic.BaseModel):
+    """One scripted answer. Exactly one of text / json / tool_calls / error is the body."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    text: str | None = None
+    json_: Any = pydantic.Field(default=None, alias="json")
+    tool_calls: list[ScriptedToolCall] = []
+    error: str | None = None
+    status: int | None = None
+    stop_reason: str | None = None
+    delay_ms: int | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_body(self) -> ScriptedReply:
+        if self.text is None and self.json_ is None and not self.tool_calls and self.error is None:
+            raise ValueError("a reply needs one of: text, json, tool_calls, error")
+        return self
+
+
+class ScriptRule(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    role: str | None = None
+    phase: str | None = None
+    contains: str | None = None
+    replies: list[ScriptedReply] = pydantic.Field(min_length=1)
+
+
+class Script(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    delay_ms: int = 0
+    rules: list[ScriptRule] = pydantic.Field(min_length=1)
+
+
+def load_script(source: str | Path | dict[str, Any]) -> Script:
+    """Parse a script from a dict, a JSON string or a path to a JSON file.
+
+    Raises:
+        ScriptError: with one sentence naming the problem.
+    """
+    try:
+        if isinstance(source, dict):
+            data = source
+        elif isinstance(source, Path) or not str(source).lstrip().startswith("{"):
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        else:
+            data = json.loads(str(source))
+        return Script.model_validate(data)
+    except OSError as e:
+        raise ScriptError(f"cannot read script {source}: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise ScriptError(f"script is not valid JSON: {e}") from e
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ScriptError(f"invalid script at {loc or '(root)'}: {first['msg']}") from e
+
+
+class ScriptedModel:
+    """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply."""
+
+    def __init__(
+        self,
+        script: Script | str | Path | dict[str, Any],
+        *,
+        name: str = "scripted",
+        delay_ms: int | None = None,
+    ) -> None:
+        self.script = script if isinstance(script, Script) else load_script(script)
+        self.name = name
+        self._delay_ms = self.script.delay_ms if delay_ms is None else delay_ms
+
+    def _rule_for(self, request: ModelRequest) -> ScriptRule:
+        last_user = ""
+        for m in reversed(request.messages):
+            if m.role == "user":
+                last_user = text_of(m.content)
+                break
+        for rule in self.script.rules:
+            if rule.role is not None and rule.role != request.role:
+                continue
+            if rule.phase is not None and rule.phase != request.phase:
+                continue
+            if rule.contains is not None and rule.contains not in last_user:
+                continue
+            return rule
+        raise ModelError(
+            f"scripted model: no rule for role={request.role!r} phase={request.phase!r}"
+        )
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        rule = self._rule_for(request)
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        reply = rule.replies[min(turn, len(rule.replies) - 1)]
+        delay = reply.delay_ms if reply.delay_ms is not None else self._delay_ms
+        if delay:
+            time.sleep(delay / 1000)
+        if reply.error is not None:
+            raise ModelError(reply.error, status=reply.status, retryable=False)
+        content: list[ContentBlock] = []
+        if reply.text is not None:
+            content.append(TextBlock(text=reply.text))
+        if reply.json_ is not None:
+            content.append(JsonBlock(data=reply.json_))
+        h = request_hash(request)[:10]
+        for i, tc in enumerate(reply.tool_calls):
+            content.append(ToolCallBlock(id=f"call_{h}_{i}", name=tc.name, arguments=tc.arguments))
+        stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+        in_chars = sum(
+            len(json.dumps(b.data)) if isinstance(b, JsonBlock) else len(getattr(b, "text", ""))
+            for m in request.messages
+            for b in m.content
+        )
+        out_chars = len(reply.text or "") + (
+            len(json.dumps(reply.json_)) if reply.json_ is not None else 0
+        )
+        usage = Usage(input_tokens=in_chars // 4 + 1, output_tokens=out_chars // 4 + 1)
+        return ModelResponse(content=content, usage=usage, stop_reason=stop, model=self.name)

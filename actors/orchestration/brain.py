@@ -1,0 +1,115 @@
+"""The Brain actor: one per session; owns the orchestration context of each main run.
+
+Flow of one run (seed 000): route → clarification gate → one handoff per worker
+→ worker pool (bounded, dependencies via the TaskManager, failed upstream blocks
+its dependents) → primary (request + worker summaries) → optional review → a
+bounded fix loop (``main_run.MainRun``). Runs of a session are serial: the actor
+handles one :class:`RunRequest` at a time.
+
+Concurrency meets here and only here. Live, worker results are taken in arrival
+order and each is recorded (``worker_result_received``). Re-executing, they are
+taken in the *recorded* order, so every decision the Brain makes reproduces.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pykka
+import structlog
+
+from actors.errors import Divergence
+from actors.orchestration.env import SessionEnv
+from actors.orchestration.main_run import MainRun, RunOutcome
+from actors.replay.inputs import RunInputs
+from actors.replay.log import is_replay_stop
+from actors.tasks.manager import TaskManagerProxy
+from eventlog.events import AgentStatusChanged, RunEnded
+from eventlog.ids import brain_agent_id
+
+log = structlog.get_logger("clew.brain")
+
+
+class RunRequest(msgspec.Struct, frozen=True, kw_only=True, tag="run_request"):
+    """Runtime → Brain: start (or re-execute) main run ``run_id`` from ``inputs``."""
+
+    run_id: str
+    inputs: RunInputs
+    parent_node_id: str | None = None
+
+
+#: Every message a Brain accepts.
+BrainMessage = RunRequest
+
+
+class Brain(pykka.ThreadingActor):
+    """The orchestrator of a session's main runs."""
+
+    def __init__(self, env: SessionEnv, tasks: TaskManagerProxy) -> None:
+        super().__init__()
+        self._env = env
+        self._tasks = tasks
+        self.agent_id = brain_agent_id(env.session_id)
+
+    def on_receive(self, message: BrainMessage) -> RunOutcome:
+        match message:
+            case RunRequest():
+                return self._run(message)
+        raise TypeError(f"brain: unexpected message {type(message).__name__}")
+
+    def _run(self, req: RunRequest) -> RunOutcome:
+        env = self._env
+        rec = env.recorder(self.agent_id, req.run_id)
+        run = MainRun(
+            env, self._tasks, rec, self.agent_id, req.run_id, req.inputs, req.parent_node_id
+        )
+        try:
+            return run.execute()
+        except Exception as e:
+            if is_replay_stop(e):
+                if env.replay_log is not None:
+                    env.replay_log.stopped(req.run_id, e)
+                run.pool.drain()
+                status = "diverged" if isinstance(e, Divergence) else "interrupted"
+                return RunOutcome(
+                    session_id=env.session_id, run_id=req.run_id, status=status, error=str(e)
+                )
+            return self._failed(run, e)
+        finally:
+            if env.replay_log is not None:
+                env.replay_log.count(req.run_id, rec.compared)
+
+    def _failed(self, run: MainRun, e: Exception) -> RunOutcome:
+        """Record the run's failure (its agent failed, ``run_ended(failed)``); return it."""
+        log.bind(
+            session_id=self._env.session_id, agent_id=self.agent_id, run_id=run.run_id
+        ).error("brain_run_failed", error=str(e))
+        run.pool.drain()
+        tip = run.conv.tip if run.conv else None
+        run.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="failed"))
+        run.rec.emit(
+            RunEnded(
+                run_id=run.run_id,
+                status="failed",
+                end_reason="failed",
+                end_node_id=tip,
+                error={"type": type(e).__name__, "message": str(e)},
+            )
+        )
+        return RunOutcome(
+            session_id=self._env.session_id,
+            run_id=run.run_id,
+            status="failed",
+            error=f"{type(e).__name__}: {e}",
+            active_node_id=tip,
+        )
+
+
+def execute(env: SessionEnv, tasks: TaskManagerProxy, request: RunRequest) -> RunOutcome:
+    """Run one main run on a fresh Brain actor, then stop the actor; return the outcome."""
+    brain = Brain.start(env, tasks)
+    try:
+        outcome = brain.ask(request)
+        assert isinstance(outcome, RunOutcome)
+    finally:
+        brain.stop()
+    return outcome

@@ -1,0 +1,65 @@
+"""What a session's actors may use: the environment the Runtime builds, one per session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from actors.errors import UsageError
+from actors.models.protocol import Model
+from actors.models.tools import ToolRegistry
+from actors.replay.inputs import RunSettings
+from actors.replay.log import ReplayLog
+from actors.replay.recorder import RunRecorder
+from eventlog.clock import Clock
+from eventlog.records import StoredEvent
+from eventlog.store import EventStore
+from eventlog.writer import Writer
+
+
+@dataclass
+class SessionEnv:
+    """Everything a session's actors may use. Built by the Runtime, one per session."""
+
+    session_id: str
+    store: EventStore
+    writer: Writer | None
+    clock: Clock
+    models: Mapping[str, Sequence[Model]]
+    tools: ToolRegistry
+    project_dir: Path
+    settings: RunSettings = field(default_factory=RunSettings)
+    #: Recorded events by run id; None for a plain live run.
+    recording: Mapping[str, list[StoredEvent]] | None = None
+    live_allowed: bool = True
+    replay_log: ReplayLog | None = None
+    before_tool: Callable[[], None] | None = None
+    artifact_threshold: int = 16 * 1024
+
+    def recorder(self, agent_id: str, run_id: str) -> RunRecorder:
+        """Return the recorder of ``run_id`` (fed with its recording, if any)."""
+        recorded = self.recording.get(run_id) if self.recording is not None else None
+        if self.replay_log is not None:
+            self.replay_log.started(run_id)
+        return RunRecorder(
+            session_id=self.session_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            writer=self.writer,
+            clock=self.clock,
+            recorded=list(recorded) if recorded else None,
+            live_allowed=self.live_allowed,
+            artifact_threshold=self.artifact_threshold,
+            before_tool=self.before_tool,
+            abort=self.replay_log.abort if self.replay_log is not None else None,
+        )
+
+    def chain(self, role: str) -> Sequence[Model]:
+        """Return the fallback chain of models for ``role`` (else the ``default`` chain)."""
+        chain = self.models.get(role) or self.models.get("default")
+        if not chain:
+            raise UsageError(f"no model configured for role {role!r} and no default model")
+        return chain
+

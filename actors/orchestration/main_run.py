@@ -1,0 +1,307 @@
+"""One main run of the Brain, step by step: start → route → gate → pool → primary → review.
+
+A :class:`MainRun` lives on the Brain's thread for the duration of one run. Each step
+is a method, in flow order; every effect goes through the run's recorder, so the same
+steps re-execute a recorded run event for event.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from actors.errors import PlanError
+from actors.orchestration.env import SessionEnv
+from actors.orchestration.loop import Conversation, LoopResult, add_usage, agent_loop, call_model
+from actors.orchestration.plan import FALLBACK_PLAN, Plan, parse_plan
+from actors.orchestration.pool import WorkerPool
+from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, summaries_block
+from actors.replay.inputs import RunInputs
+from actors.replay.recorder import RunRecorder
+from actors.tasks.manager import TaskManagerProxy
+from actors.tasks.run_board import RunTaskBoard
+from eventlog.blocks import ContentBlock, Message, TextBlock
+from eventlog.events import (
+    AgentCreated,
+    AgentStatusChanged,
+    ClarificationRequested,
+    FixIteration,
+    PlanRejected,
+    RunEnded,
+    RunStarted,
+    TodoPlanned,
+    TodoUpdated,
+    Usage,
+)
+from eventlog.ids import review_task_id, wal_name_for, worker_agent_id
+from eventlog.packets import BrainTaskContext, TaskProgress, WorkerResult
+from projections.context import build_context
+
+
+class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """How a main run ended."""
+
+    session_id: str
+    run_id: str
+    status: str  # completed | failed | needs_clarification | diverged | interrupted
+    answer: str = ""
+    question: str | None = None
+    worker_results: list[WorkerResult] = msgspec.field(default_factory=list)
+    error: str | None = None
+    active_node_id: str | None = None
+
+
+def _text(content: list[ContentBlock]) -> str:
+    return "".join(b.text for b in content if isinstance(b, TextBlock)).strip()
+
+
+class MainRun:
+    """The state of one main run while it executes (lives on the Brain's thread)."""
+
+    def __init__(
+        self,
+        env: SessionEnv,
+        tasks: TaskManagerProxy,
+        rec: RunRecorder,
+        agent_id: str,
+        run_id: str,
+        inputs: RunInputs,
+        parent_node_id: str | None,
+    ) -> None:
+        self.env = env
+        self.tasks = tasks
+        self.rec = rec
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.inputs = inputs
+        self.parent_node_id = parent_node_id
+        self.conv: Conversation | None = None
+        self.pool = WorkerPool(
+            env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt
+        )
+        # Keyed by worker agent id: that is the task_id a WorkerResult carries.
+        self.roles: dict[str, str] = {}
+
+    def execute(self) -> RunOutcome:
+        """Run the flow; return how it ended."""
+        conv = self._start()
+        plan, board = self._route(conv)
+        if plan.clarification.required:
+            return self._ask_for_clarification(plan, conv)
+        results = self.pool.run_plan(plan, board)
+        answer = self._primary(plan, board, conv, results)
+        turns, usage = answer.turns, answer.usage
+        if plan.review:
+            answer, turns, usage = self._review(plan, board, conv, results, answer)
+        return self._end(conv, answer, turns, usage, results)
+
+    def _todo(self, todo_id: str, status: str, note: str = "") -> None:
+        self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
+
+    # --- the steps, in flow order --------------------------------------------------------
+
+    def _start(self) -> Conversation:
+        """Record the run's start and the user's message; return the Brain's conversation."""
+        rec, env = self.rec, self.env
+        # run_started comes first: once it is committed the run is resumable, so a crash
+        # can never leave a half-created Brain agent without its run.
+        rec.emit(
+            RunStarted(
+                run_id=self.run_id,
+                agent_id=self.agent_id,
+                phase="orchestrate",
+                start_node_id=self.parent_node_id,
+                rng_seed=rec.rng.getrandbits(63),
+                metadata=self.inputs.to_metadata(),
+            )
+        )
+        if self.inputs.create_agent:
+            rec.emit(
+                AgentCreated(
+                    agent_id=self.agent_id,
+                    agent_type="orchestrator",
+                    role="brain",
+                    purpose="orchestrate",
+                )
+            )
+        rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="running"))
+        history = (
+            build_context(env.store.read_active_path(env.session_id, self.parent_node_id))
+            if self.parent_node_id
+            else []
+        )
+        self.conv = conv = Conversation(
+            rec, parent_id=self.parent_node_id, history=history, activate=True
+        )
+        conv.append("user", [TextBlock(text=self.inputs.prompt)])
+        return conv
+
+    def _route(self, conv: Conversation) -> tuple[Plan, RunTaskBoard]:
+        """Ask the router for a plan (a bad one falls back to "primary only"); record it."""
+        prompt = self.inputs.prompt
+        content, _, _ = call_model(
+            self.env,
+            self.rec,
+            role="router",
+            phase="route",
+            messages=[Message(role="user", content=[TextBlock(text=prompt)])],
+            system=ROUTER_SYSTEM,
+        )
+        conv.append("assistant", content, node_type="plan_instruction")
+        try:
+            plan = parse_plan(content)
+        except PlanError as e:
+            self.rec.emit(
+                PlanRejected(error=str(e), fallback="answer directly: primary only, no workers")
+            )
+            plan = FALLBACK_PLAN
+        todos = plan.todos()
+        context = BrainTaskContext(
+            id=self.run_id,
+            goal=prompt,
+            progress=TaskProgress(status="running", total_steps=len(todos)),
+            child_context_ids=[worker_agent_id(self.run_id, w.id) for w in plan.workers],
+        )
+        self.rec.emit(TodoPlanned(todos=todos, context=context))
+        board = RunTaskBoard(self.tasks, wal_name_for(self.run_id))
+        board.plan(todos)
+        self.roles = {worker_agent_id(self.run_id, w.id): w.role for w in plan.workers}
+        return plan, board
+
+    def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome:
+        """The clarification gate: stop before any worker starts, with the question."""
+        c = plan.clarification
+        self.rec.emit(
+            ClarificationRequested(
+                reason=c.reason,
+                question=c.question,
+                missing_fields=c.missing_fields,
+                options=c.options,
+            )
+        )
+        for t in plan.todos():
+            self._todo(t.id, "blocked", "waiting for clarification")
+        node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
+        self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        self.rec.emit(
+            RunEnded(
+                run_id=self.run_id,
+                status="completed",
+                end_reason="completed",
+                end_node_id=node,
+                turn_count=1,
+                outcome={"status": "needs_clarification"},
+            )
+        )
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="needs_clarification",
+            question=c.question,
+            active_node_id=node,
+        )
+
+    def _answer(self, plan: Plan, conv: Conversation, phase: str) -> LoopResult:
+        return agent_loop(
+            self.env,
+            conv,
+            role=plan.primary_role,
+            phase=phase,
+            system=PRIMARY_SYSTEM,
+            tools=self.env.tools,
+            task_id="primary",
+            max_turns=self.env.settings.max_turns,
+        )
+
+    def _primary(
+        self,
+        plan: Plan,
+        board: RunTaskBoard,
+        conv: Conversation,
+        results: list[WorkerResult],
+    ) -> LoopResult:
+        """The primary answers from the request plus worker summaries, never transcripts."""
+        self._todo("primary", "running")
+        board.move("primary", "running")
+        summaries = summaries_block(results, self.roles)
+        conv.append("user", [TextBlock(text=summaries)], node_type="child_result")
+        answer = self._answer(plan, conv, "primary")
+        board.move("primary", "completed", _text(answer.content)[:200])
+        self._todo("primary", "completed")
+        return answer
+
+    def _review(
+        self,
+        plan: Plan,
+        board: RunTaskBoard,
+        conv: Conversation,
+        results: list[WorkerResult],
+        answer: LoopResult,
+    ) -> tuple[LoopResult, int, Usage]:
+        """A review worker checks the answer; changes requested start a bounded fix loop."""
+        turns, usage = answer.turns, answer.usage
+        iteration = 0
+        self._todo("review", "running")
+        board.move("review", "running")
+        while True:
+            primary_result = WorkerResult(
+                handoff_id="primary",
+                task_id="primary",
+                parent_id=self.run_id,
+                summary=_text(answer.content),
+            )
+            review = self.pool.run_one(
+                review_task_id(iteration),
+                "reviewer",
+                "Review the primary answer against the request.",
+                [*results, primary_result],
+                purpose="review",
+            )
+            if (
+                review.verdict != "changes_requested"
+                or iteration >= self.env.settings.max_fix_iterations
+            ):
+                break
+            iteration += 1
+            self.rec.emit(FixIteration(iteration=iteration, trigger="changes_requested"))
+            findings = (
+                "Changes requested by review:\n"
+                + review.summary
+                + "".join(f"\n- {r}" for r in review.risks)
+            )
+            conv.append("user", [TextBlock(text=findings)], node_type="child_result")
+            answer = self._answer(plan, conv, "fix")
+            turns, usage = turns + answer.turns, add_usage(usage, answer.usage)
+        verdict = "completed" if review.status == "completed" else "failed"
+        board.move("review", verdict)
+        self._todo("review", verdict)
+        return answer, turns, usage
+
+    def _end(
+        self,
+        conv: Conversation,
+        answer: LoopResult,
+        turns: int,
+        usage: Usage,
+        results: list[WorkerResult],
+    ) -> RunOutcome:
+        """Record the run's end (``run_ended`` is always its last event); return the outcome."""
+        self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        self.rec.emit(
+            RunEnded(
+                run_id=self.run_id,
+                status="completed",
+                end_reason=answer.end_reason,
+                end_node_id=conv.tip,
+                turn_count=turns,
+                usage=usage,
+                outcome={"status": "completed"},
+            )
+        )
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="completed",
+            answer=_text(answer.content),
+            worker_results=results,
+            active_node_id=conv.tip,
+        )

@@ -1,0 +1,232 @@
+"""The worker pool of one main run: handoffs out, results in, dependencies respected.
+
+At most ``max_workers`` workers run at once; a worker starts when every task it
+depends on completed, and a failed (or blocked) upstream blocks its dependents.
+Results are taken in arrival order live and in the *recorded* order when
+re-executing, and each is recorded as ``worker_result_received`` — so every decision
+here reproduces in a replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+import pykka
+
+from actors.errors import Divergence, EndOfRecording
+from actors.orchestration.env import SessionEnv
+from actors.orchestration.inbox import Delivery, ResultInbox
+from actors.orchestration.plan import Plan
+from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS
+from actors.orchestration.worker import StartWorker, Worker, failed_result
+from actors.replay.recorder import RunRecorder
+from actors.tasks.run_board import RunTaskBoard
+from eventlog.events import HandoffSent, TodoUpdated, WorkerResultReceived
+from eventlog.ids import handoff_id, task_of, worker_agent_id
+from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult
+
+#: Todo statuses that stop a task's dependents.
+_STOPPING = ("failed", "blocked")
+
+
+class WorkerPool:
+    """Dispatches the workers of one main run and collects their results."""
+
+    def __init__(
+        self,
+        env: SessionEnv,
+        rec: RunRecorder,
+        *,
+        agent_id: str,
+        run_id: str,
+        request: str,
+    ) -> None:
+        self.env = env
+        self.rec = rec
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.request = request
+        self.inbox = ResultInbox()
+        self.running: dict[str, pykka.ActorRef[Worker]] = {}
+
+    # --- one worker ----------------------------------------------------------------------
+
+    def handoff(self, task_id: str, role: str, goal: str) -> HandoffPacket:
+        """Return the handoff packet of task ``task_id``."""
+        return HandoffPacket(
+            id=handoff_id(self.run_id, task_id),
+            task=AgentTaskContext(
+                id=worker_agent_id(self.run_id, task_id),
+                parent_id=self.run_id,
+                agent_role=role,
+                goal=goal,
+                progress=TaskProgress(status="pending"),
+            ),
+            constraints=list(ISOLATION_CONSTRAINTS),
+            expected_result=EXPECTED_RESULT,
+        )
+
+    def dispatch(
+        self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str = "worker"
+    ) -> None:
+        """Record the handoff of ``task_id`` and start its worker."""
+        handoff = self.handoff(task_id, role, goal)
+        self.rec.emit(HandoffSent(packet=handoff))
+        ref = Worker.start(
+            self.env,
+            handoff,
+            self.request,
+            prior,
+            self.inbox,
+            brain_agent_id=self.agent_id,
+            brain_run_id=self.run_id,
+            purpose=purpose,
+        )
+        self.running[handoff.task.id] = ref
+        ref.tell(StartWorker(handoff_id=handoff.id))
+
+    def receive(self) -> WorkerResult:
+        """Take the next worker result — in recorded order while re-executing — and record it."""
+        expected = self.rec.peek()
+        recorded = (
+            expected.event.result
+            if expected is not None and isinstance(expected.event, WorkerResultReceived)
+            else None
+        )
+        wanted = recorded.task_id if recorded is not None else None
+        if wanted is not None and wanted not in self.running:
+            wanted = None
+        d: Delivery = self.inbox.take(wanted)
+        self._stop(d.result.task_id)
+        result = d.result
+        if d.replay_stopped:
+            result = self._after_replay_stop(result, recorded)
+        self.rec.emit(WorkerResultReceived(result=result))
+        return result
+
+    def _after_replay_stop(
+        self, result: WorkerResult, recorded: WorkerResult | None
+    ) -> WorkerResult:
+        """The worker's own re-execution stopped (its divergence is reported for its run).
+
+        Replaying, go on with the recorded result so the Brain's run and the other
+        workers are still checked; a recording that ends here ends the Brain too.
+        Resuming, stop: nothing of a diverging recording may be continued.
+        """
+        if self.env.live_allowed:
+            raise EndOfRecording(f"resume stopped: worker {result.task_id} did not reproduce")
+        if recorded is not None:
+            return recorded
+        expected = self.rec.peek()
+        if expected is None:
+            raise EndOfRecording(f"run {self.run_id}: recording ends with a worker out")
+        raise Divergence(
+            self.run_id, expected.run_seq, expected.event_type, "worker_result_received", []
+        )
+
+    def run_one(
+        self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str
+    ) -> WorkerResult:
+        """Dispatch one worker and wait for its result."""
+        self.dispatch(task_id, role, goal, prior, purpose)
+        return self.receive()
+
+    def _stop(self, agent_id: str) -> None:
+        ref = self.running.pop(agent_id, None)
+        if ref is not None:
+            # Blocking: the worker has delivered, so this only waits for it to leave
+            # on_receive; after a run no worker actor outlives it.
+            ref.stop(block=True, timeout=30)
+
+    def drain(self) -> None:
+        """Wait for running workers (so their runs finish and are recorded), then stop them."""
+        while self.running:
+            d = self.inbox.take()
+            self._stop(d.result.task_id)
+
+    # --- the plan's workers --------------------------------------------------------------
+
+    def run_plan(self, plan: Plan, board: RunTaskBoard) -> list[WorkerResult]:
+        """Run the plan's workers, at most ``max_workers`` at once; return results in plan order."""
+        state = _PlanState(plan, max(1, self.env.settings.max_workers))
+        todo = self._todo
+        state.dispatch_ready(self, board, todo)
+        while self.running:
+            result = self.receive()
+            task_id = task_of(result.task_id)
+            state.results[task_id] = result
+            ok = result.status == "completed"
+            board.move(task_id, "completed" if ok else "failed", result.summary[:200])
+            todo(task_id, "completed" if ok else "failed")
+            state.block_dependents(todo)
+            state.dispatch_ready(self, board, todo)
+        return state.ordered(self)
+
+    def _todo(self, todo_id: str, status: str, note: str = "") -> None:
+        self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
+
+
+Todo = Callable[..., None]
+
+
+class _PlanState:
+    """Which of a plan's tasks were dispatched, finished or blocked.
+
+    Derived from this run's own results, never from the Task WAL: the WAL may be ahead
+    of the log after a crash, and decisions must reproduce.
+    """
+
+    def __init__(self, plan: Plan, limit: int) -> None:
+        self.plan = plan
+        self.limit = limit
+        self.dispatched: set[str] = set()
+        self.blocked: set[str] = set()
+        self.results: dict[str, WorkerResult] = {}
+
+    def status(self, task_id: str) -> str:
+        if task_id in self.results:
+            return "completed" if self.results[task_id].status == "completed" else "failed"
+        if task_id in self.blocked:
+            return "blocked"
+        return "running" if task_id in self.dispatched else "pending"
+
+    def dispatch_ready(self, pool: WorkerPool, board: RunTaskBoard, todo: Todo) -> None:
+        for w in self.plan.workers:
+            if len(pool.running) >= self.limit:
+                return
+            if w.id in self.dispatched or w.id in self.blocked:
+                continue
+            if all(self.status(d) == "completed" for d in w.deps):
+                self.dispatched.add(w.id)
+                todo(w.id, "running")
+                board.move(w.id, "running")
+                pool.dispatch(w.id, w.role, w.goal, [self.results[d] for d in w.deps])
+
+    def block_dependents(self, todo: Todo) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for w in self.plan.workers:
+                if w.id in self.blocked or w.id in self.dispatched:
+                    continue
+                if any(self.status(d) in _STOPPING for d in w.deps):
+                    self.blocked.add(w.id)
+                    todo(w.id, "blocked", "an upstream task failed")
+                    changed = True
+
+    def ordered(self, pool: WorkerPool) -> list[WorkerResult]:
+        """Return the results in plan order; a blocked task gets a blocked result."""
+        out = []
+        for w in self.plan.workers:
+            if w.id in self.results:
+                out.append(self.results[w.id])
+            elif w.id in self.blocked:
+                handoff = pool.handoff(w.id, w.role, w.goal)
+                failed = failed_result(handoff, "blocked by a failed upstream")
+                out.append(
+                    msgspec.structs.replace(
+                        failed, status="blocked", progress=TaskProgress(status="blocked")
+                    )
+                )
+        return out

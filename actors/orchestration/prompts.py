@@ -1,0 +1,83 @@
+"""What the agents are told: system prompts, the isolation constraints, prompt assembly.
+
+A worker's prompt holds the original request, the results the Brain chose to pass,
+and its handoff packet — nothing else (seed 000's isolation rule). The primary gets
+worker summaries, never transcripts.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from eventlog.packets import HandoffPacket, WorkerResult
+
+PRIMARY_SYSTEM = (
+    "You are the primary agent. Answer the user's request using the worker results you"
+    " are given (summaries, not transcripts)."
+)
+
+WORKER_SYSTEM = (
+    "You are a worker agent with one isolated task. Follow the constraints of your"
+    " handoff packet and reply in the expected shape."
+)
+
+ISOLATION_CONSTRAINTS = [
+    "Run as the assigned role only.",
+    "Treat the packet as a Brain-to-agent transfer; Brain owns orchestration context,"
+    " the worker owns only its isolated task context.",
+    "Use only this handoff, the original user request, and explicit worker results"
+    " supplied in the prompt.",
+    "Echo taskId / parentId exactly as provided; Brain values are authoritative.",
+    "Do not assume access to the full root transcript or another worker's private chain"
+    " of thought.",
+    "Return concise structured findings for the primary agent.",
+]
+
+
+EXPECTED_RESULT = (
+    'Reply with JSON: {"taskId": str, "parentId": str, "summary": str, "risks": [str],'
+    ' "nextQuestions": [str], "artifacts": [{"kind": "file|thread|summary|artifact",'
+    ' "uri": str}]} — or plain text, which is taken as the summary.'
+)
+
+
+ROUTER_SYSTEM = (
+    "You are the router of a multi-agent runtime. Read the user's request and reply with"
+    ' one JSON plan: {"primary_role": str, "workers": [{"id": str, "role": str,'
+    ' "goal": str, "deps": [worker ids]}], "review": bool, "clarification":'
+    ' {"required": bool, "question": str, "reason": str, "missing_fields": [str],'
+    ' "options": [str]}}.'
+)
+
+
+def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult]) -> str:
+    """Compose a worker's prompt: the request, the results it may use, its handoff."""
+    parts = ["# Original request", request, ""]
+    if prior:
+        parts.append("# Results you may use")
+        parts.extend(f"- {r.task_id} ({r.status}): {r.summary}" for r in prior)
+        parts.append("")
+    parts.append("# Your handoff")
+    parts.append("```json")
+    parts.append(msgspec.json.encode(handoff).decode())
+    parts.append("```")
+    parts.append("")
+    parts.append("# Reply")
+    parts.append(handoff.expected_result)
+    return "\n".join(parts)
+
+
+def summaries_block(results: list[WorkerResult], roles: dict[str, str]) -> str:
+    """Format worker results for the primary: summaries, never transcripts."""
+    if not results:
+        return "No workers ran."
+    lines = ["Worker results:"]
+    for r in results:
+        line = f"- {r.task_id} [{roles.get(r.task_id, '?')}] {r.status}: {r.summary}"
+        if r.risks:
+            line += f" | risks: {'; '.join(r.risks)}"
+        if r.next_questions:
+            line += f" | open questions: {'; '.join(r.next_questions)}"
+        lines.append(line)
+    return "\n".join(lines)
+

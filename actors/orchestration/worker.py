@@ -1,0 +1,229 @@
+"""The Worker actor: one per worker invocation, owning exactly one ``AgentTaskContext``.
+
+A worker is built from its ``HandoffPacket``, the original request and the prior
+results the Brain chose to pass — nothing else is reachable from it. It has its
+own agent row, its own run and its own branch of nodes (a new root: no parent
+in the Brain's tree, so no Brain transcript can leak into its context). It
+replies with a ``WorkerResult`` put into the Brain's :class:`ResultInbox`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pykka
+import structlog
+
+from actors.orchestration.env import SessionEnv
+from actors.orchestration.inbox import Delivery, ResultInbox
+from actors.orchestration.loop import Conversation, agent_loop
+from actors.orchestration.plan import normalise_worker_reply
+from actors.orchestration.prompts import WORKER_SYSTEM, worker_prompt
+from actors.replay.log import is_replay_stop
+from actors.replay.recorder import RunRecorder
+from eventlog.blocks import TextBlock
+from eventlog.events import (
+    AgentCreated,
+    AgentStatusChanged,
+    RunEnded,
+    RunStarted,
+    WorkerFailed,
+)
+from eventlog.ids import agent_run_id
+from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
+
+log = structlog.get_logger("clew.worker")
+
+
+class StartWorker(msgspec.Struct, frozen=True, kw_only=True, tag="start_worker"):
+    """Brain → worker actor: start the run (the handoff came with the constructor)."""
+
+    handoff_id: str
+
+
+#: Every message a worker accepts.
+WorkerMessage = StartWorker
+
+
+def failed_result(handoff: HandoffPacket, error: str) -> WorkerResult:
+    """Return a failed ``WorkerResult`` for ``handoff``."""
+    return WorkerResult(
+        handoff_id=handoff.id,
+        task_id=handoff.task.id,
+        parent_id=handoff.task.parent_id,
+        status="failed",
+        progress=TaskProgress(status="failed"),
+        summary=f"worker failed: {error}",
+        error=error,
+    )
+
+
+class Worker(pykka.ThreadingActor):
+    """Runs one handoff and delivers one ``WorkerResult``."""
+
+    def __init__(
+        self,
+        env: SessionEnv,
+        handoff: HandoffPacket,
+        request: str,
+        prior: list[WorkerResult],
+        inbox: ResultInbox,
+        *,
+        brain_agent_id: str,
+        brain_run_id: str,
+        purpose: str = "worker",
+    ) -> None:
+        super().__init__()
+        self._env = env
+        self._handoff = handoff
+        self._request = request
+        self._prior = prior
+        self._inbox = inbox
+        self._brain_agent_id = brain_agent_id
+        self._brain_run_id = brain_run_id
+        self._purpose = purpose
+        self._delivered = False
+        #: Set once ``run_started`` is recorded: from then on a failure ends the run.
+        self._started = False
+
+    def on_receive(self, message: WorkerMessage) -> None:
+        match message:
+            case StartWorker():
+                self._deliver(self._run())
+
+    def on_failure(self, *args: Any) -> None:
+        # Never die silently: the Brain is waiting for this worker's result.
+        self._deliver(Delivery(result=failed_result(self._handoff, "worker actor crashed")))
+
+    def _deliver(self, delivery: Delivery) -> None:
+        if not self._delivered:
+            self._delivered = True
+            self._inbox.put(delivery)
+
+    def _failed(
+        self, rec: RunRecorder, run_id: str, e: Exception, end_node_id: str | None
+    ) -> Delivery:
+        """Record the run's failure (``worker_failed``, ``run_ended(failed)``); return it."""
+        task = self._handoff.task
+        result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
+        rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
+        rec.emit(
+            AgentStatusChanged(
+                agent_id=task.id, status="failed", result=msgspec.to_builtins(result)
+            )
+        )
+        rec.emit(
+            RunEnded(
+                run_id=run_id,
+                status="failed",
+                end_reason="failed",
+                end_node_id=end_node_id,
+                error={"type": type(e).__name__, "message": str(e)},
+            )
+        )
+        return Delivery(result=result)
+
+    def _run(self) -> Delivery:
+        agent_id = self._handoff.task.id
+        run_id = agent_run_id(agent_id, 1)  # a worker agent runs once
+        rec = self._env.recorder(agent_id, run_id)
+        conv: Conversation | None = None
+        try:
+            self._start(rec, run_id)
+            conv = self._conversation(rec)
+            return self._work(rec, run_id, conv)
+        except Exception as e:
+            if is_replay_stop(e):
+                if self._env.replay_log is not None:
+                    self._env.replay_log.stopped(run_id, e)
+                return Delivery(result=failed_result(self._handoff, str(e)), replay_stopped=True)
+            if not self._started:
+                raise  # nothing of the run is recorded (the writer failed): on_failure reports
+            # A bug in the worker's own code, outside the agent loop: still a failed result
+            # with its run ended — never a run left "running" that looks interrupted.
+            self._log(run_id).error("worker_crashed", error=str(e))
+            return self._failed(rec, run_id, e, conv.tip if conv is not None else None)
+        finally:
+            if self._env.replay_log is not None:
+                self._env.replay_log.count(run_id, rec.compared)
+
+    def _log(self, run_id: str) -> Any:
+        agent_id = self._handoff.task.id
+        return log.bind(session_id=self._env.session_id, agent_id=agent_id, run_id=run_id)
+
+    def _start(self, rec: RunRecorder, run_id: str) -> None:
+        """Record the worker's agent and the start of its run."""
+        task = self._handoff.task
+        rec.emit(
+            AgentCreated(
+                agent_id=task.id,
+                agent_type="sub",
+                parent_agent_id=self._brain_agent_id,
+                created_by_run_id=self._brain_run_id,
+                role=task.agent_role,
+                purpose=self._purpose,
+            )
+        )
+        rec.emit(
+            RunStarted(
+                run_id=run_id,
+                agent_id=task.id,
+                phase=self._purpose,
+                rng_seed=rec.rng.getrandbits(63),
+                metadata={"task_id": task.id, "handoff_id": self._handoff.id},
+            )
+        )
+        self._started = True
+        rec.emit(AgentStatusChanged(agent_id=task.id, status="running"))
+
+    def _conversation(self, rec: RunRecorder) -> Conversation:
+        """Return the worker's own branch (a new root), opened with its task prompt."""
+        task = self._handoff.task
+        conv = Conversation(rec, parent_id=None, activate=False)
+        conv.append(
+            "user",
+            [TextBlock(text=worker_prompt(self._request, self._handoff, self._prior))],
+            node_type="task_instruction",
+            metadata={"task_id": task.id},
+        )
+        return conv
+
+    def _work(self, rec: RunRecorder, run_id: str, conv: Conversation) -> Delivery:
+        """Run the agent loop; record the result (or the failure) and the run's end."""
+        task = self._handoff.task
+        try:
+            loop = agent_loop(
+                self._env,
+                conv,
+                role=task.agent_role,
+                phase=self._purpose,
+                system=WORKER_SYSTEM,
+                tools=self._env.tools,
+                task_id=task.id,
+                max_turns=self._env.settings.max_turns,
+            )
+            result = normalise_worker_reply(self._handoff, loop.content)
+        except Exception as e:
+            if is_replay_stop(e):
+                raise
+            self._log(run_id).warning("worker_failed", error=str(e))
+            return self._failed(rec, run_id, e, conv.tip)
+        rec.emit(
+            AgentStatusChanged(
+                agent_id=task.id,
+                status="completed" if result.status == "completed" else "failed",
+                result=msgspec.to_builtins(result),
+            )
+        )
+        rec.emit(
+            RunEnded(
+                run_id=run_id,
+                status="completed",
+                end_reason=loop.end_reason,
+                end_node_id=loop.final_node_id,
+                turn_count=loop.turns,
+                usage=loop.usage,
+            )
+        )
+        return Delivery(result=result)

@@ -1,0 +1,356 @@
+"""The run recorder: the one seam every effect of a run passes through.
+
+A run's code never writes an event, reads the clock, calls a model or runs a
+tool directly: it asks its :class:`RunRecorder`. The recorder works in one of
+three modes and switches from the first to the second by itself:
+
+``replaying``
+    The run has recorded events left. Each event the code emits is compared with
+    the next recorded one (payload equality; ``seq`` and ``event_id`` are not
+    compared); timestamps come from the recording; model replies and tool
+    results come from the recording — no model is called, no tool runs.
+``live``
+    Past the end of the recording (or with none): events go to the writer and
+    each emit returns after its commit; the clock and the seams are real.
+``replay-only`` (``live_allowed=False``)
+    Reaching the end of an *interrupted* recording stops the run with
+    :class:`EndOfRecording` instead of going live — ``Runtime.replay`` never
+    touches the recorded session.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from actors.errors import Divergence, EndOfRecording
+from actors.replay.diff import FieldDiff, diff_values
+from eventlog.artifact_plan import plan_artifacts
+from eventlog.blocks import ContentBlock, TextBlock
+from eventlog.clock import Clock
+from eventlog.errors import ClewError, ModelError
+from eventlog.events import (
+    Event,
+    InDoubtResolved,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    NodeAppended,
+    RunEnded,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+    event_type_of,
+)
+from eventlog.ids import seed_for
+from eventlog.records import AppendRequest, StoredEvent
+from eventlog.writer import Writer
+
+InDoubtPolicy = Literal["retry", "fail", "skip"]
+
+
+def _builtins(event: Event) -> Any:
+    return msgspec.to_builtins(event)
+
+
+class RunRecorder:
+    """Records (or re-checks) the events of one run; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        agent_id: str,
+        run_id: str,
+        writer: Writer | None,
+        clock: Clock,
+        recorded: list[StoredEvent] | None = None,
+        live_allowed: bool = True,
+        artifact_threshold: int = 16 * 1024,
+        before_tool: Callable[[], None] | None = None,
+        abort: threading.Event | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self._writer = writer
+        self._clock = clock
+        self._recorded = recorded or []
+        self._cursor = 0
+        self._live_allowed = live_allowed
+        self._artifact_threshold = artifact_threshold
+        self._before_tool = before_tool
+        self._abort = abort
+        self._counters: dict[str, int] = {}
+        self.rng = random.Random(seed_for(run_id))
+        self.compared = 0
+        self.call_index = 0
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def replaying(self) -> bool:
+        """True while recorded events of this run remain to be matched."""
+        return self._cursor < len(self._recorded)
+
+    @property
+    def recording_complete(self) -> bool:
+        """True when the recording ends with ``run_ended``.
+
+        Every run writes ``run_ended`` as its very last event (the agent's final status
+        change comes before it), so a recording ending anywhere else was cut by a crash.
+        """
+        return bool(self._recorded) and isinstance(self._recorded[-1].event, RunEnded)
+
+    def peek(self) -> StoredEvent | None:
+        """Return the next recorded event, if any."""
+        return self._recorded[self._cursor] if self.replaying else None
+
+    def next_id(self, kind: str) -> str:
+        """Return the next derived id of ``kind`` in this run: ``<run_id>:<kind><n>``."""
+        n = self._counters.get(kind, 0) + 1
+        self._counters[kind] = n
+        return f"{self.run_id}:{kind}{n}"
+
+    # --- events --------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> StoredEvent:
+        """Record ``event`` for this run and return its stored form.
+
+        Replaying: compared with the recording (raises :class:`Divergence`). Live:
+        appended through the writer; returns after its commit.
+        """
+        if self.replaying:
+            return self._match(event)
+        if not self._live_allowed:
+            if self.recording_complete:
+                raise Divergence(
+                    self.run_id,
+                    None,
+                    "(end of run)",
+                    event_type_of(event),
+                    [FieldDiff(path="event_type", expected=None, actual=event_type_of(event))],
+                )
+            raise EndOfRecording(f"run {self.run_id}: end of the interrupted recording")
+        if self._abort is not None and self._abort.is_set():
+            # Another run of this resume diverged: write nothing more, anywhere.
+            raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
+        if self._writer is None:  # pragma: no cover - a live recorder always has a writer
+            raise ClewError("live recorder without a writer")
+        stored: list[StoredEvent] = self._writer.submit(
+            AppendRequest(
+                session_id=self.session_id,
+                event=event,
+                created_at=self._clock.now(),
+                agent_id=self.agent_id,
+                run_id=self.run_id,
+            )
+        ).get(timeout=120)
+        return stored[-1]
+
+    def _match(self, event: Event) -> StoredEvent:
+        expected_events: list[Event] = [event]
+        if isinstance(event, NodeAppended):
+            # The writer turns oversize JSON into artifact refs; compare with that form.
+            planned, artifacts = plan_artifacts(self.session_id, event, self._artifact_threshold)
+            expected_events = [*(a for a, _ in artifacts), planned]
+        last: StoredEvent | None = None
+        for ev in expected_events:
+            rec = self.peek()
+            if rec is None:
+                raise Divergence(
+                    self.run_id,
+                    None,
+                    "(end of recording)",
+                    event_type_of(ev),
+                    [FieldDiff(path="event_type", expected=None, actual=event_type_of(ev))],
+                )
+            if rec.event != ev:
+                raise Divergence(
+                    self.run_id,
+                    rec.run_seq,
+                    rec.event_type,
+                    event_type_of(ev),
+                    diff_values(_builtins(rec.event), _builtins(ev)),
+                )
+            self._cursor += 1
+            self.compared += 1
+            last = rec
+        assert last is not None
+        return last
+
+    # --- model calls ---------------------------------------------------------------------
+
+    def model_call(
+        self,
+        requested: ModelRequested,
+        call: Callable[[], tuple[list[ContentBlock], str, Any]],
+    ) -> ModelResponded:
+        """Record a model call; return the response (recorded, or from ``call()`` live).
+
+        ``call`` returns ``(content, stop_reason, usage)`` or raises ``ModelError``.
+        A recorded ``model_failed`` is raised again as ``ModelError`` so fallback
+        logic re-executes identically.
+        """
+        request_recorded = self.replaying
+        self.emit(requested)
+        attempt = requested.attempt
+        while self.replaying:
+            rec = self.peek()
+            assert rec is not None
+            ev = rec.event
+            if isinstance(ev, ModelResponded) and ev.call_index == requested.call_index:
+                self._cursor += 1
+                self.compared += 1
+                return ev
+            if isinstance(ev, ModelFailed) and ev.call_index == requested.call_index:
+                # Not consumed here: the caller emits its model_failed, which then
+                # matches this recorded one.
+                raise ModelError(ev.message, status=ev.status, error_type=ev.error_type)
+            if isinstance(ev, ModelRequested) and ev.call_index == requested.call_index:
+                # The recording re-sent this call after a crash: do the same.
+                attempt = ev.attempt
+                self.emit(msgspec.structs.replace(requested, attempt=attempt))
+                continue
+            raise Divergence(
+                self.run_id,
+                rec.run_seq,
+                rec.event_type,
+                "model_responded",
+                [FieldDiff(path="event_type", expected=rec.event_type, actual="model_responded")],
+            )
+        if request_recorded:
+            # The recording ends with this request unanswered (a crash): send it again,
+            # visibly, as the next attempt.
+            if not self._live_allowed:
+                raise EndOfRecording(f"run {self.run_id}: recording ends inside a model call")
+            attempt += 1
+            self.emit(msgspec.structs.replace(requested, attempt=attempt))
+        content, stop_reason, usage = call()
+        responded = ModelResponded(
+            call_index=requested.call_index,
+            attempt=attempt,
+            model=requested.model,
+            content=content,
+            stop_reason=stop_reason,
+            usage=usage,
+        )
+        self.emit(responded)
+        return responded
+
+    # --- tool calls ----------------------------------------------------------------------
+
+    def tool_call(
+        self,
+        started: ToolCallStarted,
+        run: Callable[[], ToolCallFinished | ToolFailed],
+        in_doubt_policy: InDoubtPolicy = "fail",
+    ) -> ToolCallFinished | ToolFailed:
+        """Record a tool call; return its outcome (recorded, or from ``run()`` live).
+
+        ``tool_call_started`` is committed before ``run()`` is called. A start with
+        no outcome in the recording is *in doubt*: an idempotent tool runs again;
+        otherwise ``in_doubt_policy`` decides and an ``in_doubt_resolved`` records it.
+        """
+        start_recorded = self.replaying
+        self.emit(started)
+        if self.replaying:
+            rec = self.peek()
+            assert rec is not None
+            ev = rec.event
+            if (
+                isinstance(ev, ToolCallFinished | ToolFailed)
+                and ev.tool_call_id == started.tool_call_id
+            ):
+                self._cursor += 1
+                self.compared += 1
+                return ev
+            if isinstance(ev, InDoubtResolved) and ev.tool_call_id == started.tool_call_id:
+                return self._resolve_in_doubt(started, run, ev.decision)
+            raise Divergence(
+                self.run_id,
+                rec.run_seq,
+                rec.event_type,
+                "tool_call_finished",
+                [
+                    FieldDiff(
+                        path="event_type", expected=rec.event_type, actual="tool_call_finished"
+                    )
+                ],
+            )
+        if not start_recorded:
+            return self._run_tool(run)
+        # The recording ends with this start and no outcome: the call is in doubt.
+        if not self._live_allowed:
+            raise EndOfRecording(f"run {self.run_id}: recording ends inside a tool call")
+        decision: InDoubtPolicy = "retry" if started.idempotent else in_doubt_policy
+        return self._resolve_in_doubt(started, run, decision)
+
+    def _run_tool(
+        self, run: Callable[[], ToolCallFinished | ToolFailed]
+    ) -> ToolCallFinished | ToolFailed:
+        if self._before_tool is not None:
+            self._before_tool()
+        outcome = run()
+        self.emit(outcome)
+        return outcome
+
+    def _resolve_in_doubt(
+        self,
+        started: ToolCallStarted,
+        run: Callable[[], ToolCallFinished | ToolFailed],
+        decision: InDoubtPolicy,
+    ) -> ToolCallFinished | ToolFailed:
+        reason = (
+            "idempotent tool: run again"
+            if started.idempotent
+            else f"started before a crash with no recorded result; policy {decision}"
+        )
+        self.emit(
+            InDoubtResolved(
+                tool_call_id=started.tool_call_id,
+                tool_name=started.tool_name,
+                decision=decision,
+                reason=reason,
+            )
+        )
+        if decision == "retry":
+            if self.replaying:
+                return self._recorded_outcome(started)
+            return self._run_tool(run)
+        if decision == "skip":
+            outcome: ToolCallFinished | ToolFailed = ToolCallFinished(
+                tool_call_id=started.tool_call_id,
+                tool_name=started.tool_name,
+                content=[TextBlock(text="tool call skipped after a crash (in-doubt policy skip)")],
+            )
+        else:
+            outcome = ToolFailed(
+                tool_call_id=started.tool_call_id,
+                tool_name=started.tool_name,
+                error_type="InDoubt",
+                message="the tool call was interrupted by a crash and may or may not have"
+                " taken effect; it was not run again (in-doubt policy fail)",
+            )
+        self.emit(outcome)
+        return outcome
+
+    def _recorded_outcome(self, started: ToolCallStarted) -> ToolCallFinished | ToolFailed:
+        rec = self.peek()
+        if rec is not None and isinstance(rec.event, ToolCallFinished | ToolFailed):
+            self._cursor += 1
+            self.compared += 1
+            return rec.event
+        if rec is None and not self._live_allowed:
+            raise EndOfRecording(f"run {self.run_id}: recording ends inside a tool re-run")
+        raise Divergence(
+            self.run_id,
+            rec.run_seq if rec else None,
+            rec.event_type if rec else None,
+            "tool_call_finished",
+            [],
+        )

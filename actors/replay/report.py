@@ -1,0 +1,133 @@
+"""The replay report: what re-executing a recorded session found, run by run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from actors.errors import Divergence
+from actors.replay.diff import FieldDiff
+from actors.replay.log import ReplayLog
+from eventlog.records import StoredEvent
+
+
+class RunDivergence(msgspec.Struct, frozen=True, kw_only=True):
+    """The first place one run's re-execution differs from its recording."""
+
+    run_id: str
+    run_seq: int | None
+    expected_type: str | None
+    actual_type: str | None
+    diff: list[FieldDiff] = msgspec.field(default_factory=list)
+    message: str = ""
+
+
+class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
+    """``identical`` when every recorded run reproduced event for event."""
+
+    session_id: str
+    identical: bool
+    events: int
+    runs: int
+    divergences: list[RunDivergence]
+    incomplete_runs: list[str] = msgspec.field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for humans."""
+        if self.identical:
+            line = f"{self.events} events in {self.runs} runs reproduced identically"
+            if self.incomplete_runs:
+                line += f" ({len(self.incomplete_runs)} interrupted runs checked up to their end)"
+            return line
+        return (
+            f"{len(self.divergences)} of {self.runs} runs diverged; first: "
+            f"{self.divergences[0].message}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as builtins (for ``--json``)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+def _from(run_id: str, d: Divergence) -> RunDivergence:
+    return RunDivergence(
+        run_id=run_id,
+        run_seq=d.run_seq,
+        expected_type=d.expected_type,
+        actual_type=d.actual_type,
+        diff=d.diff,
+        message=str(d),
+    )
+
+
+def build_report(
+    session_id: str, recording: dict[str, list[StoredEvent]], log: ReplayLog
+) -> ReplayReport:
+    """Compare what the re-execution did (``log``) with the recording, run by run."""
+    divergences: list[RunDivergence] = []
+    executed = set(log.executed)
+    incomplete: list[str] = []
+    events = 0
+    for run_id, recorded in recording.items():
+        d = log.divergences.get(run_id)
+        compared = log.compared.get(run_id, 0)
+        if d is not None:
+            divergences.append(_from(run_id, d))
+            continue
+        if run_id not in executed:
+            divergences.append(
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=recorded[0].run_seq,
+                    expected_type=recorded[0].event_type,
+                    actual_type=None,
+                    message=f"run {run_id} was recorded but today's code never ran it",
+                )
+            )
+            continue
+        if run_id in log.ended_early:
+            # An interrupted recording, checked up to its end.
+            incomplete.append(run_id)
+        elif compared < len(recorded):
+            nxt = recorded[compared]
+            divergences.append(
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=nxt.run_seq,
+                    expected_type=nxt.event_type,
+                    actual_type="(end of run)",
+                    message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
+                    f" expected {nxt.event_type}, got the end of the run",
+                )
+            )
+            continue
+        events += compared
+    for run_id in log.executed:
+        # A run with no recording that stopped at its first event was about to start when
+        # an interrupted recording ended: not a divergence.
+        if run_id in log.ended_early:
+            continue
+        if run_id not in recording and run_id not in log.divergences:
+            divergences.append(
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=None,
+                    expected_type=None,
+                    actual_type="run_started",
+                    message=f"run {run_id} ran but was never recorded",
+                )
+            )
+    for run_id, d in log.divergences.items():
+        if run_id not in recording:
+            divergences.append(_from(run_id, d))
+    divergences.sort(key=lambda d: d.run_id)
+    return ReplayReport(
+        session_id=session_id,
+        identical=not divergences,
+        events=events,
+        runs=len(recording),
+        divergences=divergences,
+        incomplete_runs=sorted(incomplete),
+    )

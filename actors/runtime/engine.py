@@ -1,0 +1,156 @@
+"""The open parts of a clew home that every runtime operation uses.
+
+An :class:`Engine` owns the store, the single writer, the session owner locks, the
+task manager of each session, and the seams (clock, ids, faults). The operations —
+running a main run, replaying, resuming, verifying — are functions over an engine in
+their own modules; :class:`~actors.runtime.runtime.Runtime` is the public facade.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from actors.errors import SessionBusy
+from actors.models.protocol import Model
+from actors.models.tools import ToolRegistry
+from actors.orchestration.env import SessionEnv
+from actors.replay.inputs import RunSettings
+from actors.runtime.faults import FaultPlan
+from actors.runtime.locks import SessionLock
+from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
+from eventlog.clock import Clock, SystemClock
+from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
+from eventlog.sqlite_store import Durability, SQLiteStore
+from eventlog.store import EventStore
+from eventlog.writer import Writer
+
+#: Run statuses that mean "not finished": owned by a live process, or interrupted.
+OPEN_RUN_STATUSES = ("running", "pending")
+
+
+class Engine:
+    """Store, writer, locks, task managers and seams of one open clew home."""
+
+    def __init__(
+        self,
+        home: Path,
+        project_dir: Path,
+        *,
+        durability: Durability,
+        clock: Clock | None,
+        ids: IdSource | None,
+        settings: RunSettings | None,
+        fault: FaultPlan | None,
+    ) -> None:
+        self.home = home
+        self.project_dir = project_dir
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.store: EventStore = SQLiteStore(
+            self.home / "sessions.sqlite",
+            artifacts_dir=self.home / "artifacts",
+            durability=durability,
+        )
+        self.clock: Clock = clock or SystemClock()
+        self.ids: IdSource = ids or DerivedIds()
+        self.settings = settings or RunSettings()
+        fault = fault or FaultPlan()
+        # One hook for the engine's lifetime: its count spans every run.
+        self._before_tool = fault.before_tool_hook()
+        self.writer = Writer(self.store, after_commit=fault.commit_hook())
+        self._task_managers: dict[str, TaskManagerProxy] = {}
+        self._locks: dict[str, SessionLock] = {}
+
+    def close(self) -> None:
+        """Stop every actor, flush and close the writer, release session locks."""
+        for tm in self._task_managers.values():
+            stop_task_manager(tm)
+        self._task_managers.clear()
+        self.writer.stop()
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
+        self.store.close()
+
+    # --- ownership -----------------------------------------------------------------------
+
+    def _lock_file(self, session_id: str) -> SessionLock:
+        return SessionLock(self.home / "locks" / f"{session_id}.lock")
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Take the session's owner lock (``SessionBusy`` if another process holds it)."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._lock_file(session_id)
+            if not lock.acquire():
+                raise SessionBusy(f"session {session_id} is in use by another process")
+            self._locks[session_id] = lock
+        return lock
+
+    def unlock(self, session_id: str) -> None:
+        """Release the session's owner lock if this engine holds it."""
+        lock = self._locks.pop(session_id, None)
+        if lock is not None:
+            lock.release()
+
+    def holds(self, session_id: str) -> bool:
+        """True when this engine holds the session's owner lock."""
+        return session_id in self._locks
+
+    def is_owned(self, session_id: str) -> bool:
+        """True when a live process (this one included) holds the session's owner lock."""
+        return self.holds(session_id) or self._lock_file(session_id).held_elsewhere()
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def main_runs(self, session_id: str) -> list[str]:
+        """Return the session's main (Brain) runs in start order."""
+        sid = validate_session_id(session_id)
+        return [r.run_id for r in self.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
+
+    def interrupted_runs(self, session_id: str) -> list[str]:
+        """Runs the store says are running/pending while no live process owns the session."""
+        sid = validate_session_id(session_id)
+        open_runs = [
+            r.run_id for r in self.store.read_runs(sid) if r.status in OPEN_RUN_STATUSES
+        ]
+        if not open_runs or self.is_owned(sid):
+            return []
+        return open_runs
+
+    def task_manager(self, session_id: str) -> TaskManagerProxy:
+        """Return the session's task manager actor (one per session, started lazily)."""
+        tm = self._task_managers.get(session_id)
+        if tm is None:
+            tm = start_task_manager(self.project_dir, session_id, clock=self.clock)
+            self._task_managers[session_id] = tm
+        return tm
+
+    def env(
+        self,
+        session_id: str,
+        models: dict[str, list[Model]],
+        tools: ToolRegistry,
+        settings: RunSettings,
+        **kw: Any,
+    ) -> SessionEnv:
+        """Return the environment of a live (or resuming) run of ``session_id``."""
+        return SessionEnv(
+            session_id=session_id,
+            store=self.store,
+            writer=self.writer,
+            clock=self.clock,
+            models=models,
+            tools=tools,
+            project_dir=self.project_dir,
+            settings=settings,
+            before_tool=self._before_tool,
+            artifact_threshold=self.store.artifact_threshold,
+            **kw,
+        )
+
+
+def model_names(models: dict[str, list[Model]]) -> dict[str, list[str]]:
+    """Return the model chain names by role, as a run records them."""
+    return {role: [m.name for m in chain] for role, chain in models.items()}
+

@@ -1,0 +1,79 @@
+"""Replay a recorded session: re-execute every main run against its recording.
+
+Nothing is written to the recorded session: model replies and tool results come from
+the recording, and the Task WAL is rebuilt in a scratch directory thrown away after.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from actors.models.chains import ModelArg, model_chains
+from actors.models.tools import Tool, ToolRegistry
+from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.env import SessionEnv
+from actors.replay.inputs import RunInputs
+from actors.replay.log import ReplayLog
+from actors.replay.recording import (
+    read_recording,
+    recorded_models,
+    recorded_tools,
+    run_started_of,
+)
+from actors.replay.report import ReplayReport, build_report
+from actors.runtime.engine import Engine
+from actors.tasks.manager import task_manager
+from eventlog.ids import validate_session_id
+
+Progress = Callable[[int, int], None]
+
+
+def replay_session(
+    engine: Engine,
+    session_id: str,
+    *,
+    model: ModelArg | None = None,
+    tools: Sequence[Tool] | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Re-execute every recorded main run of the session; return the comparison.
+
+    ``model``/``tools`` default to stand-ins with the recorded names and specs (pass
+    today's tools to check they still match what was recorded).
+    """
+    sid = validate_session_id(session_id)
+    engine.store.read_session(sid)
+    by_run, mains = read_recording(engine.store, sid)
+    log = ReplayLog()
+    scratch = Path(tempfile.mkdtemp(prefix="clew-replay-"))
+    try:
+        with task_manager(scratch, sid, clock=engine.clock) as tasks:
+            for i, run_id in enumerate(mains):
+                started = run_started_of(by_run[run_id])
+                inputs = RunInputs.from_metadata(started.metadata)
+                env = SessionEnv(
+                    session_id=sid,
+                    store=engine.store,
+                    writer=None,
+                    clock=engine.clock,
+                    models=model_chains(model) if model is not None else recorded_models(inputs),
+                    tools=ToolRegistry(tools) if tools is not None else recorded_tools(inputs),
+                    project_dir=scratch,
+                    settings=inputs.settings,
+                    recording=by_run,
+                    live_allowed=False,
+                    replay_log=log,
+                    artifact_threshold=engine.store.artifact_threshold,
+                )
+                request = RunRequest(
+                    run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs
+                )
+                execute(env, tasks, request)
+                if progress is not None:
+                    progress(i + 1, len(mains))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return build_report(sid, by_run, log)

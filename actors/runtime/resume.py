@@ -1,0 +1,116 @@
+"""Resume an interrupted session: re-execute its last main run to the end of its log,
+then go on live — a recorded model reply is never requested again.
+
+See docs/replay-and-recovery.md for what "interrupted" means and what is re-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from actors.errors import NothingToResume, SessionBusy
+from actors.models.chains import ModelArg, model_chains
+from actors.models.tools import Tool, ToolRegistry
+from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.main_run import RunOutcome
+from actors.replay.inputs import RunInputs, RunSettings
+from actors.replay.log import ReplayLog
+from actors.replay.recording import run_started_of
+from actors.runtime.engine import Engine
+from actors.tasks.manager import CALL_TIMEOUT
+from eventlog.errors import ReplayDivergence
+from eventlog.ids import validate_session_id, wal_name_for
+from eventlog.records import StoredEvent
+
+
+class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``resume_ready`` found: the run to finish, the log read, the Task WAL replayed."""
+
+    session_id: str
+    run_id: str
+    events: int
+    runs: int
+    interrupted_runs: list[str]
+    #: The replay report of the run's Task WAL (``truncated_tail`` when a torn line was cut).
+    task_wal: dict[str, Any]
+    recording: dict[str, list[StoredEvent]]
+
+
+def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
+    """Do everything a resume needs before re-executing: check, read, replay the WAL.
+
+    Reads the session's log grouped by run, finds the interrupted main run, and replays
+    that run's Task WAL (a torn tail is cut and reported in the plan).
+
+    Raises:
+        NothingToResume: no interrupted run.
+        SessionBusy: a live process owns the session.
+    """
+    sid = validate_session_id(session_id)
+    engine.store.read_session(sid)
+    if engine.is_owned(sid) and not engine.holds(sid):
+        raise SessionBusy(f"session {sid} is in use by another process")
+    interrupted = engine.interrupted_runs(sid)
+    pending = [r for r in engine.main_runs(sid) if r in interrupted]
+    if not pending:
+        raise NothingToResume(f"session {sid} has no interrupted run")
+    # Main runs are serial, so only the last one can be interrupted; resuming needs its
+    # events and its workers' — not the whole session's log.
+    run_id = pending[-1]
+    by_run: dict[str, list[StoredEvent]] = {}
+    for ev in engine.store.read_runs_under(sid, run_id):
+        if ev.run_id is not None:
+            by_run.setdefault(ev.run_id, []).append(ev)
+    wal = engine.task_manager(sid).open(wal_name_for(run_id)).get(timeout=CALL_TIMEOUT)
+    return ResumePlan(
+        session_id=sid,
+        run_id=run_id,
+        events=sum(len(v) for v in by_run.values()),
+        runs=len(by_run),
+        interrupted_runs=sorted(interrupted),
+        task_wal=msgspec.to_builtins(wal),
+        recording=by_run,
+    )
+
+
+def resume(
+    engine: Engine,
+    plan: ResumePlan,
+    *,
+    model: ModelArg,
+    tools: Sequence[Tool] = (),
+    settings: RunSettings | None = None,
+) -> RunOutcome:
+    """Finish the interrupted main run of ``plan``.
+
+    Raises:
+        SessionBusy: a live process owns the session.
+        ReplayDivergence: today's code does not reproduce the recording.
+    """
+    sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
+    started = run_started_of(by_run[run_id])
+    inputs = RunInputs.from_metadata(started.metadata)
+    engine.lock(sid)
+    try:
+        replay_log = ReplayLog()
+        env = engine.env(
+            sid,
+            model_chains(model),
+            ToolRegistry(tools),
+            settings or inputs.settings,
+            recording=by_run,
+            live_allowed=True,
+            replay_log=replay_log,
+        )
+        request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
+        outcome = execute(env, engine.task_manager(sid), request)
+        engine.writer.flush()
+    finally:
+        engine.unlock(sid)
+    if replay_log.divergences:
+        first = next(iter(replay_log.divergences.values()))
+        raise ReplayDivergence(f"resume refused: {first}")
+    return outcome

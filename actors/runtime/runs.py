@@ -1,0 +1,69 @@
+"""Start a new main run of a session: expand the prompt, record the inputs, run the Brain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from actors.errors import NeedsResume, UsageError
+from actors.models.chains import ModelArg, model_chains
+from actors.models.tools import Tool, ToolRegistry
+from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.main_run import RunOutcome
+from actors.replay.inputs import RunInputs, RunSettings, tool_records
+from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
+from eventlog.ids import is_main_run, main_run_id
+from projections.references import expand_references
+
+
+def run_session(
+    engine: Engine,
+    session_id: str,
+    prompt: str,
+    *,
+    model: ModelArg,
+    tools: Sequence[Tool] = (),
+    settings: RunSettings | None = None,
+) -> RunOutcome:
+    """Run one main run (route → workers → primary → review) and return its outcome.
+
+    Raises:
+        UsageError: the prompt is empty.
+        NeedsResume: the session has an interrupted run.
+        SessionBusy: a live process owns the session.
+    """
+    sid = session_id
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    settings = settings or engine.settings
+    # @path / @@session markers are expanded here, once; the *expanded* text is the run's
+    # recorded input, so a replay never reads a file or another session again.
+    expanded = expand_references(prompt, engine.project_dir, engine.store.read_events)
+    models = model_chains(model)
+    registry = ToolRegistry(tools)
+    engine.lock(sid)
+    try:
+        row = engine.store.read_session(sid)
+        runs = engine.store.read_runs(sid)
+        if any(r.status in OPEN_RUN_STATUSES for r in runs):
+            raise NeedsResume(
+                f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
+            )
+        n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
+        inputs = RunInputs(
+            prompt=expanded.prompt,
+            raw_prompt=prompt,
+            create_agent=n == 1,
+            references=expanded.references,
+            models=model_names(models),
+            tools=tool_records(registry),
+            settings=settings,
+        )
+        request = RunRequest(
+            run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
+        )
+        env = engine.env(sid, models, registry, settings)
+        outcome = execute(env, engine.task_manager(sid), request)
+        engine.writer.flush()
+        return outcome
+    finally:
+        engine.unlock(sid)

@@ -1,0 +1,89 @@
+"""What callers ask of the task manager: the changes to a task DAG, and a WAL's report.
+
+Changes are a tagged union of frozen Structs (``change`` is the tag), turned into Task
+WAL events by :func:`to_event` against the DAG they apply to.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from eventlog.taskwal import (
+    TaskCreated,
+    TaskDependencyAdded,
+    TaskEvent,
+    TaskRemoved,
+    TaskStatus,
+    TaskStatusChanged,
+)
+from projections.taskdag import TaskDag
+
+
+class _Change(msgspec.Struct, frozen=True, kw_only=True, tag_field="change"):
+    """Base of a change request sent to the task manager."""
+
+
+class CreateTask(_Change, frozen=True, kw_only=True, tag="create_task"):
+    """Add a task that waits for ``deps``."""
+
+    task_id: str
+    title: str
+    owner: str
+    deps: list[str] = msgspec.field(default_factory=list)
+
+
+class AddDependency(_Change, frozen=True, kw_only=True, tag="add_dependency"):
+    """Make ``task_id`` wait for ``depends_on``."""
+
+    task_id: str
+    depends_on: str
+
+
+class SetStatus(_Change, frozen=True, kw_only=True, tag="set_status"):
+    """Move ``task_id`` from its current status to ``to_status``."""
+
+    task_id: str
+    to_status: TaskStatus
+    result_summary: str = ""
+
+
+class RemoveTask(_Change, frozen=True, kw_only=True, tag="remove_task"):
+    """Drop ``task_id`` (refused while it runs or has dependents)."""
+
+    task_id: str
+
+
+TaskChange = CreateTask | AddDependency | SetStatus | RemoveTask
+
+
+class TaskWalReport(msgspec.Struct, frozen=True, kw_only=True):
+    """How opening a Task WAL went.
+
+    ``lines`` committed lines were replayed; ``truncated_tail`` says a torn last line of
+    ``truncated_bytes`` bytes was cut. ``available=False`` means the WAL is corrupt and
+    ``error`` reads ``file:line: reason``.
+    """
+
+    name: str
+    path: str
+    lines: int = 0
+    truncated_tail: bool = False
+    truncated_bytes: int = 0
+    available: bool = True
+    error: str | None = None
+
+
+def to_event(dag: TaskDag, change: TaskChange) -> TaskEvent:
+    match change:
+        case CreateTask(task_id=tid, title=title, owner=owner, deps=deps):
+            return TaskCreated(task_id=tid, title=title, owner=owner, deps=list(deps))
+        case AddDependency(task_id=tid, depends_on=dep):
+            return TaskDependencyAdded(task_id=tid, depends_on=dep)
+        case SetStatus(task_id=tid, to_status=dst, result_summary=summary):
+            return TaskStatusChanged(
+                task_id=tid, from_status=dag.status(tid), to_status=dst, result_summary=summary
+            )
+        case RemoveTask(task_id=tid):
+            return TaskRemoved(task_id=tid)
+    raise TypeError(f"not a task change: {change!r}")  # pragma: no cover
+
