@@ -1,15 +1,29 @@
 """clew: an embeddable, event-sourced actor runtime for LLM agent sessions.
 
 The public Python surface. Internal modules import their siblings directly.
+
+The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, verify) ·
+``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
+(the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
+reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
+the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 """
 
-from actors.errors import Divergence, NothingToResume, ScriptError, SessionBusy
+from actors.errors import (
+    Divergence,
+    NeedsResume,
+    NothingToResume,
+    ProviderConfigError,
+    ScriptError,
+    SessionBusy,
+    UsageError,
+)
 from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
 from actors.models.scripted import ScriptedModel, load_script
 from actors.models.tools import FunctionTool, Tool, ToolRegistry, tool
 from actors.orchestration.main_run import RunOutcome
 from actors.replay.diff import FieldDiff
-from actors.replay.inputs import RunSettings
+from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.faults import FaultPlan
 from actors.runtime.runtime import Runtime, Session, SessionInfo
@@ -27,6 +41,7 @@ from eventlog.errors import (
     IntegrityError,
     InvalidSessionId,
     ModelError,
+    Refused,
     ReplayDivergence,
     StoreError,
     TaskGraphError,
@@ -61,10 +76,14 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "NeedsResume",
     "NothingToResume",
+    "ProviderConfigError",
+    "Refused",
     "ReplayDivergence",
     "ReplayReport",
     "RunDivergence",
+    "RunInputs",
     "RunOutcome",
     "RunSettings",
     "Runtime",
@@ -72,6 +91,7 @@ __all__ = [
     "ScriptedModel",
     "Session",
     "SessionBusy",
+    "SessionCheck",
     "SessionInfo",
     "StoreError",
     "TaskGraphError",
@@ -83,6 +103,8 @@ __all__ = [
     "ToolResultBlock",
     "ToolSpec",
     "UnknownSession",
+    "UsageError",
+    "VerifyReport",
     "WorkerResult",
     "load_script",
     "tool",

@@ -23,7 +23,7 @@ def demo_script(workers: int = 3, delay_ms: int = 0) -> dict[str, Any]:
     """Return the ScriptedModel script of the demo with ``workers`` workers."""
     if workers < 1:
         raise ValueError("the demo needs at least one worker")
-    plan_workers = []
+    plan_workers: list[dict[str, Any]] = []
     for i in range(1, workers + 1):
         plan_workers.append(
             {
@@ -48,29 +48,7 @@ def demo_script(workers: int = 3, delay_ms: int = 0) -> dict[str, Any]:
             ],
         },
     ]
-    for role in dict.fromkeys(w["role"] for w in plan_workers):
-        rules.append(
-            {
-                "role": role,
-                "phase": "worker",
-                "replies": [
-                    {
-                        "text": f"Looking things up as the {role}.",
-                        "tool_calls": [
-                            {"name": "lookup", "arguments": {"topic": role}},
-                            {"name": "save_note", "arguments": {"text": f"{role} was here"}},
-                        ],
-                    },
-                    {
-                        "json": {
-                            "summary": f"The {role} found three relevant facts.",
-                            "risks": [f"{role}: sample size is small"],
-                            "nextQuestions": [],
-                        }
-                    },
-                ],
-            }
-        )
+    rules += [_worker_rule(role) for role in dict.fromkeys(w["role"] for w in plan_workers)]
     rules.append(
         {
             "role": "lead",
@@ -89,6 +67,30 @@ def demo_script(workers: int = 3, delay_ms: int = 0) -> dict[str, Any]:
         }
     )
     return {"delay_ms": delay_ms, "rules": rules}
+
+
+def _worker_rule(role: str) -> dict[str, Any]:
+    """Return the script rule of one worker role: two tool calls, then a JSON result."""
+    return {
+        "role": role,
+        "phase": "worker",
+        "replies": [
+            {
+                "text": f"Looking things up as the {role}.",
+                "tool_calls": [
+                    {"name": "lookup", "arguments": {"topic": role}},
+                    {"name": "save_note", "arguments": {"text": f"{role} was here"}},
+                ],
+            },
+            {
+                "json": {
+                    "summary": f"The {role} found three relevant facts.",
+                    "risks": [f"{role}: sample size is small"],
+                    "nextQuestions": [],
+                }
+            },
+        ],
+    }
 
 
 def demo_model(workers: int = 3, delay_ms: int = 0) -> ScriptedModel:

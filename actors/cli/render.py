@@ -20,7 +20,7 @@ from rich.tree import Tree
 
 from actors.replay.report import ReplayReport
 from actors.runtime.runtime import SessionInfo
-from actors.tasks.inspect import WalStatus
+from actors.tasks.changes import TaskWalReport
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -151,7 +151,7 @@ def _label(tree: NodeTree, sid: str, nid: str, on_path: bool, active_id: str | N
 # --- tasks ------------------------------------------------------------------------------
 
 
-def wal_line(w: WalStatus) -> str:
+def wal_line(w: TaskWalReport) -> str:
     """Return one line describing a Task WAL."""
     if not w.exists:
         return f"task WAL {w.name}: not written yet ({w.path})"
@@ -161,7 +161,7 @@ def wal_line(w: WalStatus) -> str:
     return f"task WAL {w.name}: {w.lines} lines{tail} ({w.path})"
 
 
-def tasks_table(sid: str, w: WalStatus, tasks: Sequence[Task]) -> Table:
+def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
     """Return one WAL's task DAG as a table (creation order; deps name what a task waits for)."""
     table = Table(title=escape(f"task DAG {w.name}"), title_justify="left")
     for col in ("task", "status", "waits for", "owner", "title / result"):

@@ -16,9 +16,9 @@ from typing import Any
 
 import pydantic
 
+from actors.errors import ScriptError
 from actors.models.protocol import ModelRequest, ModelResponse, request_hash
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
-from actors.errors import ScriptError
 from eventlog.errors import ModelError
 from eventlog.events import Usage
 

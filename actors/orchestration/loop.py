@@ -7,13 +7,14 @@ until the model stops asking for tools or ``max_turns`` is reached.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
 from actors.models.protocol import Model, ModelRequest, request_hash
-from actors.models.tools import ToolRegistry, output_blocks
+from actors.models.tools import Tool, ToolRegistry, output_blocks
 from actors.orchestration.env import SessionEnv
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -138,35 +139,11 @@ def call_model(
             tools=[s.name for s in specs],
             system=system,
         )
-
-        def live(
-            model: Model = model, request: ModelRequest = request
-        ) -> tuple[list[ContentBlock], str, Usage]:
-            try:
-                response = model.complete(request)
-            except ModelError:
-                raise
-            except Exception as e:
-                # A client bug (KeyError on a provider body…) is a failed candidate too:
-                # recorded as model_failed, so the chain falls back and a replay reproduces it.
-                raise ModelError(f"{type(e).__name__}: {e}", error_type=type(e).__name__) from e
-            return response.content, response.stop_reason, response.usage
-
         try:
-            responded = rec.model_call(requested, live)
+            responded = rec.model_call(requested, _live_call(model, request))
         except ModelError as e:
             last = e
-            rec.emit(
-                ModelFailed(
-                    call_index=index,
-                    attempt=i + 1,
-                    model=model.name,
-                    error_type=e.error_type,
-                    message=str(e),
-                    status=e.status,
-                    will_fallback=i < len(chain) - 1,
-                )
-            )
+            rec.emit(_failed(requested, e, will_fallback=i < len(chain) - 1))
             continue
         rec.emit(
             TokenUsage(
@@ -183,6 +160,37 @@ def call_model(
     raise last
 
 
+def _live_call(
+    model: Model, request: ModelRequest
+) -> Callable[[], tuple[list[ContentBlock], str, Usage]]:
+    """Return the call the recorder makes when the model must really be asked."""
+
+    def live() -> tuple[list[ContentBlock], str, Usage]:
+        try:
+            response = model.complete(request)
+        except ModelError:
+            raise
+        except Exception as e:
+            # A client bug (KeyError on a provider body…) is a failed candidate too:
+            # recorded as model_failed, so the chain falls back and a replay reproduces it.
+            raise ModelError(f"{type(e).__name__}: {e}", error_type=type(e).__name__) from e
+        return response.content, response.stop_reason, response.usage
+
+    return live
+
+
+def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) -> ModelFailed:
+    return ModelFailed(
+        call_index=requested.call_index,
+        attempt=requested.attempt,
+        model=requested.model,
+        error_type=e.error_type,
+        message=str(e),
+        status=e.status,
+        will_fallback=will_fallback,
+    )
+
+
 def run_tool(
     env: SessionEnv, rec: RunRecorder, tools: ToolRegistry, call: ToolCallBlock
 ) -> ToolResultBlock:
@@ -194,40 +202,7 @@ def run_tool(
         arguments=dict(call.arguments),
         idempotent=bool(t and t.idempotent),
     )
-
-    def live() -> ToolCallFinished | ToolFailed:
-        if t is None:
-            return ToolFailed(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                error_type="UnknownTool",
-                message=f"no tool named {call.name!r}",
-            )
-        try:
-            args = t.args_model.model_validate(call.arguments)
-        except pydantic.ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
-            return ToolFailed(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                error_type="ValidationError",
-                message=f"invalid arguments at {loc}: {first['msg']}",
-            )
-        try:
-            output = t.call(args)
-        except Exception as e:
-            return ToolFailed(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                error_type=type(e).__name__,
-                message=str(e) or repr(e),
-            )
-        return ToolCallFinished(
-            tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
-        )
-
-    outcome = rec.tool_call(started, live, env.settings.in_doubt_policy)
+    outcome = rec.tool_call(started, lambda: _execute(t, call), env.settings.in_doubt_policy)
     if isinstance(outcome, ToolFailed):
         return ToolResultBlock(
             tool_call_id=call.id,
@@ -241,6 +216,31 @@ def run_tool(
         name=call.name,
         content=parts,
         is_error=outcome.is_error,
+    )
+
+
+def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFailed:
+    """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
+
+    def failed(error_type: str, message: str) -> ToolFailed:
+        return ToolFailed(
+            tool_call_id=call.id, tool_name=call.name, error_type=error_type, message=message
+        )
+
+    if t is None:
+        return failed("UnknownTool", f"no tool named {call.name!r}")
+    try:
+        args = t.args_model.model_validate(call.arguments)
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
+        return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
+    try:
+        output = t.call(args)
+    except Exception as e:
+        return failed(type(e).__name__, str(e) or repr(e))
+    return ToolCallFinished(
+        tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
     )
 
 

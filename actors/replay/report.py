@@ -67,61 +67,18 @@ def build_report(
 ) -> ReplayReport:
     """Compare what the re-execution did (``log``) with the recording, run by run."""
     divergences: list[RunDivergence] = []
-    executed = set(log.executed)
     incomplete: list[str] = []
     events = 0
     for run_id, recorded in recording.items():
-        d = log.divergences.get(run_id)
-        compared = log.compared.get(run_id, 0)
-        if d is not None:
-            divergences.append(_from(run_id, d))
+        found = _check_recorded(run_id, recorded, log)
+        if isinstance(found, RunDivergence):
+            divergences.append(found)
             continue
-        if run_id not in executed:
-            divergences.append(
-                RunDivergence(
-                    run_id=run_id,
-                    run_seq=recorded[0].run_seq,
-                    expected_type=recorded[0].event_type,
-                    actual_type=None,
-                    message=f"run {run_id} was recorded but today's code never ran it",
-                )
-            )
-            continue
-        if run_id in log.ended_early:
+        if found:
             # An interrupted recording, checked up to its end.
             incomplete.append(run_id)
-        elif compared < len(recorded):
-            nxt = recorded[compared]
-            divergences.append(
-                RunDivergence(
-                    run_id=run_id,
-                    run_seq=nxt.run_seq,
-                    expected_type=nxt.event_type,
-                    actual_type="(end of run)",
-                    message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
-                    f" expected {nxt.event_type}, got the end of the run",
-                )
-            )
-            continue
-        events += compared
-    for run_id in log.executed:
-        # A run with no recording that stopped at its first event was about to start when
-        # an interrupted recording ended: not a divergence.
-        if run_id in log.ended_early:
-            continue
-        if run_id not in recording and run_id not in log.divergences:
-            divergences.append(
-                RunDivergence(
-                    run_id=run_id,
-                    run_seq=None,
-                    expected_type=None,
-                    actual_type="run_started",
-                    message=f"run {run_id} ran but was never recorded",
-                )
-            )
-    for run_id, d in log.divergences.items():
-        if run_id not in recording:
-            divergences.append(_from(run_id, d))
+        events += log.compared.get(run_id, 0)
+    divergences += _unrecorded(recording, log)
     divergences.sort(key=lambda d: d.run_id)
     return ReplayReport(
         session_id=session_id,
@@ -131,3 +88,56 @@ def build_report(
         divergences=divergences,
         incomplete_runs=sorted(incomplete),
     )
+
+
+def _check_recorded(
+    run_id: str, recorded: list[StoredEvent], log: ReplayLog
+) -> RunDivergence | bool:
+    """Return the divergence of a recorded run, else whether it ended early (interrupted)."""
+    d = log.divergences.get(run_id)
+    if d is not None:
+        return _from(run_id, d)
+    if run_id not in log.executed:
+        return RunDivergence(
+            run_id=run_id,
+            run_seq=recorded[0].run_seq,
+            expected_type=recorded[0].event_type,
+            actual_type=None,
+            message=f"run {run_id} was recorded but today's code never ran it",
+        )
+    if run_id in log.ended_early:
+        return True
+    compared = log.compared.get(run_id, 0)
+    if compared < len(recorded):
+        nxt = recorded[compared]
+        return RunDivergence(
+            run_id=run_id,
+            run_seq=nxt.run_seq,
+            expected_type=nxt.event_type,
+            actual_type="(end of run)",
+            message=f"run {run_id} stopped at run_seq {nxt.run_seq}:"
+            f" expected {nxt.event_type}, got the end of the run",
+        )
+    return False
+
+
+def _unrecorded(recording: dict[str, list[StoredEvent]], log: ReplayLog) -> list[RunDivergence]:
+    """Return the divergences of runs that re-executed but were never recorded."""
+    out: list[RunDivergence] = []
+    for run_id in log.executed:
+        # A run with no recording that stopped at its first event was about to start when
+        # an interrupted recording ended: not a divergence.
+        if run_id in log.ended_early:
+            continue
+        if run_id not in recording and run_id not in log.divergences:
+            out.append(
+                RunDivergence(
+                    run_id=run_id,
+                    run_seq=None,
+                    expected_type=None,
+                    actual_type="run_started",
+                    message=f"run {run_id} ran but was never recorded",
+                )
+            )
+    out += [_from(run_id, d) for run_id, d in log.divergences.items() if run_id not in recording]
+    return out

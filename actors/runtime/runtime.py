@@ -91,6 +91,21 @@ class Runtime:
             settings=settings,
             fault=fault,
         )
+        engine = self._engine
+        #: The clew home directory.
+        self.home: Path = engine.home
+        #: Where the Task WALs live (``<project>/.clew/tasks``).
+        self.project_dir: Path = engine.project_dir
+        #: The event store: read it freely; write through :attr:`writer` only.
+        self.store: EventStore = engine.store
+        #: The single writer of the store.
+        self.writer: Writer = engine.writer
+        #: The clock every recorded timestamp comes from.
+        self.clock: Clock = engine.clock
+        #: The source of fresh session ids.
+        self.ids: IdSource = engine.ids
+        #: The default settings of a run.
+        self.settings: RunSettings = engine.settings
 
     @classmethod
     def from_env(
@@ -109,43 +124,6 @@ class Runtime:
         env = os.environ if env is None else env
         fault = FaultPlan.from_env(env)
         return cls(home_from_env(env, home), project_dir, fault=fault, **kwargs)
-
-    # --- what is open ----------------------------------------------------------------------
-
-    @property
-    def home(self) -> Path:
-        """The clew home directory."""
-        return self._engine.home
-
-    @property
-    def project_dir(self) -> Path:
-        """Where the Task WALs live (``<project>/.clew/tasks``)."""
-        return self._engine.project_dir
-
-    @property
-    def store(self) -> EventStore:
-        """The event store (read it freely; write through :attr:`writer` only)."""
-        return self._engine.store
-
-    @property
-    def writer(self) -> Writer:
-        """The single writer of the store."""
-        return self._engine.writer
-
-    @property
-    def clock(self) -> Clock:
-        """The clock every recorded timestamp comes from."""
-        return self._engine.clock
-
-    @property
-    def ids(self) -> IdSource:
-        """The source of fresh session ids."""
-        return self._engine.ids
-
-    @property
-    def settings(self) -> RunSettings:
-        """The default settings of a run."""
-        return self._engine.settings
 
     def __enter__(self) -> Runtime:
         return self

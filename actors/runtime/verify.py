@@ -12,7 +12,8 @@ from collections.abc import Callable
 import msgspec
 
 from actors.runtime.engine import Engine
-from actors.tasks.inspect import WalStatus, inspect_wals
+from actors.tasks.changes import TaskWalReport
+from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError
 from eventlog.ids import validate_session_id
 from projections.rebuild import verify as verify_projections
@@ -25,7 +26,7 @@ class SessionCheck(msgspec.Struct, frozen=True, kw_only=True):
     ok: bool
     events: int
     problems: list[str]
-    wals: list[WalStatus]
+    wals: list[TaskWalReport]
 
     def lines(self) -> list[str]:
         """Return the result for humans, one line per problem."""

@@ -57,15 +57,17 @@ TaskChange = CreateTask | AddDependency | SetStatus | RemoveTask
 
 
 class TaskWalReport(msgspec.Struct, frozen=True, kw_only=True):
-    """How opening a Task WAL went.
+    """How replaying a Task WAL went.
 
     ``lines`` committed lines were replayed; ``truncated_tail`` says a torn last line of
-    ``truncated_bytes`` bytes was cut. ``available=False`` means the WAL is corrupt and
-    ``error`` reads ``file:line: reason``.
+    ``truncated_bytes`` bytes was found (cut when the task manager opens the WAL, only
+    reported by a read-only inspection). ``available=False`` means the WAL is corrupt and
+    ``error`` reads ``file:line: reason``; ``exists=False``, that nothing was written yet.
     """
 
     name: str
     path: str
+    exists: bool = True
     lines: int = 0
     truncated_tail: bool = False
     truncated_bytes: int = 0

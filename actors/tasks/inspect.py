@@ -10,30 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import msgspec
-
+from actors.tasks.changes import TaskWalReport
 from eventlog.errors import TaskGraphError, TaskWalError
 from eventlog.ids import wal_name_for
 from eventlog.taskwal import WAL_SUFFIX, replay_wal, wal_dir
 from projections.taskdag import Task, TaskDag
 
 
-class WalStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """One Task WAL, replayed without touching the file (a torn tail is reported, not cut)."""
-
-    name: str
-    path: str
-    exists: bool
-    lines: int = 0
-    truncated_tail: bool = False
-    truncated_bytes: int = 0
-    available: bool = True
-    error: str | None = None
-
-
 def inspect_wals(
     project_dir: Path, sid: str, run_ids: Sequence[str]
-) -> list[tuple[WalStatus, list[Task]]]:
+) -> list[tuple[TaskWalReport, list[Task]]]:
     """Replay every Task WAL of the session read-only: the main runs' first, then any other.
 
     Same rules as ``TaskManager.open`` (a DAG-refused line makes the WAL unavailable),
@@ -46,21 +32,21 @@ def inspect_wals(
         names += [n for n in found if n not in names]
     # The latest main run's WAL is listed even before its first line is written.
     latest = wal_name_for(run_ids[-1]) if run_ids else None
-    out: list[tuple[WalStatus, list[Task]]] = []
+    out: list[tuple[TaskWalReport, list[Task]]] = []
     for name in names:
         path = directory / f"{name}{WAL_SUFFIX}"
         if not path.exists():
             if name == latest:
-                out.append((WalStatus(name=name, path=str(path), exists=False), []))
+                out.append((TaskWalReport(name=name, path=str(path), exists=False), []))
             continue
         try:
             result = replay_wal(path, repair=False)
             dag = TaskDag.rebuild(r.event for r in result.records)
         except (TaskWalError, TaskGraphError) as e:
-            out.append((WalStatus(name=name, path=str(path), exists=True, available=False,
+            out.append((TaskWalReport(name=name, path=str(path), exists=True, available=False,
                                   error=str(e)), []))
             continue
-        status = WalStatus(
+        status = TaskWalReport(
             name=name,
             path=str(path),
             exists=True,
