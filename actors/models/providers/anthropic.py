@@ -42,7 +42,7 @@ STOP_REASONS = {
 
 
 class AnthropicModel(HttpModel):
-    """A :class:`~actors.model.Model` speaking the Anthropic Messages API.
+    """A :class:`~actors.models.protocol.Model` speaking the Anthropic Messages API.
 
     Args:
         model: the model name (``claude-sonnet-4-5``).

@@ -39,7 +39,7 @@ FINISH_REASONS = {
 
 
 class OpenAIChatModel(HttpModel):
-    """A :class:`~actors.model.Model` speaking the Chat Completions protocol.
+    """A :class:`~actors.models.protocol.Model` speaking the Chat Completions protocol.
 
     Args:
         model: the provider's model name (``gpt-4o-mini``, ``llama3.2:3b``).
