@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _processes import run_crash_demo
 
 import actors.orchestration.worker
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
@@ -22,8 +20,6 @@ from eventlog.events import (
     ToolCallStarted,
     ToolFailed,
 )
-
-CHILD = Path(__file__).with_name("_crash_demo.py")
 
 
 def _demo_session(tmp_path: Path, workers: int = 3) -> tuple[Runtime, str]:
@@ -52,7 +48,9 @@ def test_a_changed_prompt_template_diverges_at_each_workers_first_model_request(
 ) -> None:
     rt, sid = _demo_session(tmp_path)
     try:
-        monkeypatch.setattr(actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+        monkeypatch.setattr(
+            actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt."
+        )
         report = rt.replay(sid)
         assert not report.identical
         diverged = {d.run_id.rsplit("/", 1)[1]: d for d in report.divergences}
@@ -90,14 +88,7 @@ def test_resume_of_a_completed_session_is_refused(tmp_path: Path) -> None:
 
 
 def _kill_at(tmp_path: Path, env: dict[str, str]) -> str:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("CLEW_FAULT")} | env
-    p = subprocess.run(
-        [sys.executable, str(CHILD), str(tmp_path / "home"), str(tmp_path / "proj"), "run", "3"],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    p = run_crash_demo(tmp_path / "home", tmp_path / "proj", "run", "3", env=env)
     assert -9 == p.returncode, p.stderr[-2000:]
     return p.stdout.split()[0]
 
@@ -173,7 +164,9 @@ def test_a_resume_whose_code_diverges_is_refused_and_a_later_resume_still_conver
     with Runtime(tmp_path / "home", tmp_path / "proj") as rt:
         before = rt.store.count_events(sid)
         with monkeypatch.context() as m:
-            m.setattr(actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt.")
+            m.setattr(
+                actors.orchestration.worker, "WORKER_SYSTEM", "A changed worker system prompt."
+            )
             with pytest.raises(ReplayDivergence, match="resume refused"):
                 rt.resume(sid, model=demo_model(3), tools=demo_tools(tmp_path / "proj"))
         assert before == rt.store.count_events(sid)

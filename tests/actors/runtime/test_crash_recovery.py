@@ -8,36 +8,20 @@ from __future__ import annotations
 
 import collections
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _processes import run_crash_demo
 
 from actors.runtime.runtime import Runtime
 from eventlog.events import ModelResponded, NodeAppended, RunEnded
 from projections import verify
 
-CHILD = Path(__file__).with_name("_crash_demo.py")
 WORKERS = 3
 FULL = os.environ.get("CLEW_CRASH_SWEEP") == "full"
 
 EVENT_POINTS = list(range(2, 101, 2)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
 TOOL_POINTS = list(range(1, 7)) if FULL else [2, 5]
-
-
-def _child(
-    home: Path, project: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CLEW_FAULT")}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, str(CHILD), str(home), str(project), *args],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 Shape = list[tuple[str, str | None, str, str]]
@@ -60,7 +44,7 @@ def _shape(rt: Runtime, sid: str) -> Shape:
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Shape:
     """The tree of an uninterrupted run (node ids are derived, so they compare directly)."""
     base = tmp_path_factory.mktemp("reference")
-    done = _child(base / "home", base / "proj", "run", str(WORKERS))
+    done = run_crash_demo(base / "home", base / "proj", "run", str(WORKERS))
     assert 0 == done.returncode, done.stderr
     sid = done.stdout.split()[0]
     with Runtime(base / "home", base / "proj") as rt:
@@ -103,7 +87,7 @@ def _kill_then_resume(
     tmp_path: Path, fault: dict[str, str], resume_fault: dict[str, str] | None = None
 ) -> tuple[Path, Path, str]:
     home, project = tmp_path / "home", tmp_path / "proj"
-    killed = _child(home, project, "run", str(WORKERS), env=fault)
+    killed = run_crash_demo(home, project, "run", str(WORKERS), env=fault)
     assert -9 == killed.returncode, (killed.returncode, killed.stderr[-2000:])
     sid = killed.stdout.split()[0]
     # Before any resume: the interrupted recording replays identically up to its end,
@@ -114,9 +98,9 @@ def _kill_then_resume(
         assert report.identical, report.summary()
         assert before == rt.store.count_events(sid)
     if resume_fault:
-        again = _child(home, project, "resume", sid, str(WORKERS), env=resume_fault)
+        again = run_crash_demo(home, project, "resume", sid, str(WORKERS), env=resume_fault)
         assert -9 == again.returncode, again.stderr[-2000:]
-    resumed = _child(home, project, "resume", sid, str(WORKERS))
+    resumed = run_crash_demo(home, project, "resume", sid, str(WORKERS))
     assert 0 == resumed.returncode, resumed.stderr[-2000:]
     return home, project, sid
 

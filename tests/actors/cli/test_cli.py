@@ -7,7 +7,6 @@ import json
 import shutil
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,10 @@ from _cli_helpers import (
     sql,
     total_rows,
 )
-
-from tests.actors.providers.fake_server import FakeServer, Reply
+from _processes import ROOT
+from fake_server import FakeServer, Reply
 
 TASK_IDS = ["w1", "w2", "w3", "primary", "review"]
-
-
-@pytest.fixture(autouse=True)
-def _no_global_logging_config(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """``main`` configures structlog (its job as the CLI); undo it for the other tests."""
-    for var in ("CLEW_HOME", "CLEW_FAULT_KILL_AFTER_EVENTS", "CLEW_FAULT_KILL_BEFORE_TOOL"):
-        monkeypatch.delenv(var, raising=False)
-    yield
-    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="module")
@@ -541,10 +531,9 @@ def test_library_logs_go_to_stderr_so_json_stdout_stays_one_document(
 
 
 def test_the_readme_embedding_example_is_the_code_of_examples_embed_py() -> None:
-    root = Path(__file__).resolve().parents[2]
-    embed = (root / "examples" / "embed.py").read_text(encoding="utf-8")
+    embed = (ROOT / "examples" / "embed.py").read_text(encoding="utf-8")
     body = embed.split('"""', 2)[2].strip("\n")
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"```python\n{body}\n```" in readme
 
 

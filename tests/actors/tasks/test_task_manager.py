@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from _processes import child_env
 from _task_helpers import SyncTasks
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -389,6 +390,7 @@ def test_sigkill_during_a_burst_loses_no_acknowledged_change(tmp_path: Path) -> 
     ops.write_bytes(msgspec.json.encode(changes))
     with subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path), SID, str(ops)],
+        env=child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+from _processes import child_env
 
 from actors.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -56,14 +54,6 @@ def invoke(where: Where | None, *args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    """The environment of a child ``clew``: no fault injection, no home from the outside."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLEW_")}
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
-
-
 def spawn(where: Where, *args: str, **env: str) -> subprocess.Popen[str]:
     """Start ``python -m actors ARGS --home … --project …`` as a real process."""
     return subprocess.Popen(
@@ -71,7 +61,7 @@ def spawn(where: Where, *args: str, **env: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=clean_env(**env),
+        env=child_env(**env),
         cwd=where.project,
     )
 
