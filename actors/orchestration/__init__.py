@@ -1,0 +1,8 @@
+"""The orchestration room: the Brain and its workers, and the flow of a main run.
+
+``brain`` (the Brain actor, ``RunRequest``) · ``main_run`` (the flow's steps) · ``pool``
+(the worker pool) · ``worker`` (one actor per worker invocation) · ``inbox`` (where
+results arrive) · ``loop`` (the model/tool cycle) · ``plan`` (the router's plan, worker
+replies) · ``prompts`` (system prompts, isolation constraints) · ``env`` (what a
+session's actors may use).
+"""
