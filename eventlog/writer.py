@@ -20,7 +20,7 @@ import structlog
 
 from eventlog.errors import ClewError, StoreError
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 
 log = structlog.get_logger("clew.writer")
 

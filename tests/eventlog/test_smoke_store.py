@@ -3,7 +3,7 @@ from pathlib import Path
 from eventlog.blocks import TextBlock
 from eventlog.events import Node, NodeAppended, SessionCreated
 from eventlog.records import AppendRequest
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import Writer
 
 

@@ -14,8 +14,8 @@ import pytest
 from eventlog.errors import ClewError, InvalidSessionId, StoreError
 from eventlog.events import AgentCreated, SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest
-from eventlog.schema import MIGRATIONS
-from eventlog.sqlite_store import SQLiteStore, translate_errors
+from eventlog.sqlite import SQLiteStore, translate_errors
+from eventlog.sqlite.schema import MIGRATIONS
 from tests.eventlog.store_conformance import (
     BAD_SESSION_IDS,
     SID,
@@ -107,7 +107,7 @@ def test_durability_sets_synchronous_on_the_write_connection(
     store = SQLiteStore(tmp_path / "s.sqlite", durability=durability)
     append(store, created())
     # White-box: synchronous is a per-connection setting, so ask the writer's connection.
-    assert expected == store._writer().pragma("synchronous")
+    assert expected == store._connections.writer().pragma("synchronous")
     store.close()
 
 
@@ -192,8 +192,8 @@ def test_an_invalid_session_id_executes_no_sql(tmp_path: Path, bad: Any) -> None
         executed.append(sql)
         return True
 
-    store._reader().exec_trace = tracer
-    store._writer().exec_trace = tracer
+    store._connections.reader().exec_trace = tracer
+    store._connections.writer().exec_trace = tracer
     for read in (
         store.read_events,
         store.read_nodes,

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.store import EventStore
 
 

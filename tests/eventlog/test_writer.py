@@ -13,7 +13,7 @@ import pytest
 from eventlog.errors import InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import TodoUpdated
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import CommitFuture, Writer
 from tests.eventlog.store_conformance import OTHER, SID, appended, created, node, todo
 
