@@ -20,7 +20,7 @@ from actors.runtime import Runtime
 from actors.scripted import ScriptedModel
 from actors.tools import FunctionTool
 from eventlog.clock import ManualClock
-from projections.rebuild import verify
+from projections.verify import verify
 
 
 class EchoArgs(pydantic.BaseModel):
