@@ -25,8 +25,8 @@ import apsw
 from eventlog.codec import encode_event
 from eventlog.events import SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest
-from eventlog.schema import MIGRATIONS, session_tables_ddl
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
+from eventlog.sqlite.schema import MIGRATIONS, session_tables_ddl
 from eventlog.writer import CommitFuture, Writer
 
 SID = "sess_20260101_000000_bench"

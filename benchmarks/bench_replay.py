@@ -55,7 +55,7 @@ from eventlog.events import (
     Usage,
 )
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import Writer
 from projections import build_context, rebuild
 

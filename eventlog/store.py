@@ -1,7 +1,9 @@
 """The event store contract every backend implements (SQLite now; PostgreSQL next).
 
-``tests/eventlog/store_conformance.py`` is the executable form of this contract:
-each backend runs it through its own factory fixture.
+:class:`EventStore` is the one store protocol: the writer actor, the projections and
+the runtime type against it, never against a backend class. It holds what code outside
+a store uses. ``tests/eventlog/store_conformance.py`` is its executable form: each
+backend runs that suite through its own factory fixture.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+from eventlog.artifacts import ArtifactFiles
 from eventlog.errors import ClewError
 from eventlog.records import (
     AgentRow,
@@ -23,34 +26,94 @@ from eventlog.records import (
 
 @runtime_checkable
 class EventStore(Protocol):
-    """Append-only events per session, plus the materialised rows written with them."""
+    """Append-only events per session, plus the materialised rows written with them.
 
-    artifact_threshold: int
+    Every reader validates its session id first (``InvalidSessionId``) and, except
+    :meth:`session_exists`, raises ``UnknownSession`` for a session that is not stored.
+    """
+
+    @property
+    def artifact_threshold(self) -> int:
+        """Encoded size (bytes) above which a JSON block is stored as an artifact."""
+        ...
+
+    @property
+    def artifacts(self) -> ArtifactFiles:
+        """The artifact files, written durably before the events that reference them."""
+        ...
 
     def append_batch(
         self, requests: Sequence[AppendRequest]
     ) -> list[list[StoredEvent] | ClewError]:
-        """Append in one transaction; a failing request is rolled back alone."""
+        """Append in one transaction; a failing request is rolled back alone.
+
+        Returns:
+            per request, its stored events or its error.
+        """
         ...
 
     def close(self) -> None:
         """Release connections."""
         ...
 
-    def session_exists(self, session_id: str) -> bool: ...
-    def read_session(self, session_id: str) -> SessionRow: ...
-    def list_sessions(self) -> list[SessionRow]: ...
+    def session_exists(self, session_id: str) -> bool:
+        """Return whether ``session_id`` is a stored session."""
+        ...
+
+    def read_session(self, session_id: str) -> SessionRow:
+        """Return the session's row."""
+        ...
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Return every session, oldest first."""
+        ...
+
     def read_events(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
-    ) -> list[StoredEvent]: ...
-    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]: ...
-    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
-    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
-    def count_events(self, session_id: str) -> int: ...
-    def read_node(self, session_id: str, node_id: str) -> NodeRow | None: ...
-    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]: ...
-    def read_nodes(self, session_id: str) -> list[NodeRow]: ...
-    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]: ...
-    def read_agents(self, session_id: str) -> list[AgentRow]: ...
-    def read_runs(self, session_id: str) -> list[RunRow]: ...
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]: ...
+    ) -> list[StoredEvent]:
+        """Return the session's events with ``seq > after_seq``, in seq order."""
+        ...
+
+    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
+        """Yield the session's events in seq order, ``batch`` a backend's read-ahead hint."""
+        ...
+
+    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return one run's events in run_seq order."""
+        ...
+
+    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return the events of ``run_id`` and of the runs ``run_id + "/…"``, in seq order."""
+        ...
+
+    def count_events(self, session_id: str) -> int:
+        """Return the number of events of the session."""
+        ...
+
+    def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
+        """Return one node, or None."""
+        ...
+
+    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
+        """Return the children of ``node_id`` in node_seq order."""
+        ...
+
+    def read_nodes(self, session_id: str) -> list[NodeRow]:
+        """Return every node of the session in node_seq order."""
+        ...
+
+    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
+        """Return the path root → ``node_id`` (default: the active node)."""
+        ...
+
+    def read_agents(self, session_id: str) -> list[AgentRow]:
+        """Return the session's agents, by creation time."""
+        ...
+
+    def read_runs(self, session_id: str) -> list[RunRow]:
+        """Return the session's runs, by creation time."""
+        ...
+
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
+        """Return the session's artifacts."""
+        ...

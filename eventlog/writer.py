@@ -20,7 +20,7 @@ import structlog
 
 from eventlog.errors import ClewError, StoreError
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.store import EventStore
 
 log = structlog.get_logger("clew.writer")
 
@@ -76,7 +76,7 @@ class _WriterActor(pykka.ThreadingActor):
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: EventStore,
         pending: queue.SimpleQueue[Item],
         wake_flag: threading.Event,
         resolved: threading.Condition,
@@ -168,7 +168,7 @@ class Writer:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: EventStore,
         *,
         max_batch: int = 2000,
         after_commit: CommitHook | None = None,

@@ -8,15 +8,8 @@ readers ``verify`` is handed.
 
 from projections.boards import INTERRUPTED, LIVE_RUN_STATUSES, Boards, Liveness
 from projections.context import build_context, compaction_start
-from projections.rebuild import (
-    Difference,
-    SessionState,
-    VerifyReport,
-    diff_rows,
-    fold,
-    rebuild,
-    verify,
-)
+from projections.errors import BranchRefused, UnknownNode
+from projections.rebuild import SessionState, fold, rebuild
 from projections.references import (
     MAX_FILE_BYTES,
     ExpandedPrompt,
@@ -35,14 +28,9 @@ from projections.snapshot import (
     session_snapshot,
 )
 from projections.timeline import Timeline
-from projections.tree import (
-    BranchRefused,
-    NodeTree,
-    UnknownNode,
-    check_branch_point,
-    check_switch_target,
-)
+from projections.tree import NodeTree, check_branch_point, check_switch_target
 from projections.usage import Totals, UsageTotals
+from projections.verify import Difference, ProjectionCheck, diff_rows, verify
 
 __all__ = [
     "FIELD_MAX_BYTES",
@@ -58,6 +46,7 @@ __all__ = [
     "Liveness",
     "MissingReference",
     "NodeTree",
+    "ProjectionCheck",
     "Reference",
     "SessionReference",
     "SessionSnapshot",
@@ -66,7 +55,6 @@ __all__ = [
     "Totals",
     "UnknownNode",
     "UsageTotals",
-    "VerifyReport",
     "build_context",
     "check_branch_point",
     "check_switch_target",

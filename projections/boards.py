@@ -1,7 +1,7 @@
 """Status boards: the session, agent, run and artifact rows, folded from events.
 
 The board mirrors exactly what the store materialises in the global tables (see
-``eventlog.sqlite_store._materialise``), so :mod:`projections.rebuild` can compare it
+:mod:`eventlog.sqlite.materialise`), so :mod:`projections.verify` can compare it
 with them. The rules, one per event type:
 
 - ``session_created``: status ``active``, no active node, created_at = updated_at.

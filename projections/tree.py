@@ -22,20 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from eventlog.errors import ClewError, IntegrityError
+from eventlog.errors import IntegrityError
 from eventlog.events import ActiveNodeSwitched, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
+from projections.errors import BranchRefused, UnknownNode
 
 #: The event types this fold reads; every other event leaves the tree unchanged.
 TREE_EVENT_TYPES: Final = frozenset({"node_appended", "active_node_switched"})
-
-
-class UnknownNode(ClewError, LookupError):
-    """An operation names a node id that is not in the tree."""
-
-
-class BranchRefused(ClewError, ValueError):
-    """A new branch would start from something other than a user message."""
 
 
 # One entry per node: (node, node_seq, created_at). A tuple rather than a NodeRow:

@@ -21,7 +21,7 @@ from actors.runtime.locks import SessionLock
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
 from eventlog.clock import Clock, SystemClock
 from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
-from eventlog.sqlite_store import Durability, SQLiteStore
+from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
 from eventlog.writer import Writer
 

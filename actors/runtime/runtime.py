@@ -33,7 +33,7 @@ from eventlog.clock import Clock
 from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
 from eventlog.records import AppendRequest, SessionRow
-from eventlog.sqlite_store import Durability
+from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
 from projections.tree import NodeTree, check_switch_target

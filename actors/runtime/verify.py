@@ -16,7 +16,7 @@ from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError
 from eventlog.ids import validate_session_id
-from projections.rebuild import verify as verify_projections
+from projections.verify import verify as verify_projections
 
 
 class SessionCheck(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,7 +15,7 @@ from pathlib import Path
 from eventlog.blocks import TextBlock
 from eventlog.events import Node, NodeAppended, SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import Writer
 
 SID = "sess_crash"

@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventlog.artifacts import ArtifactFiles
 from eventlog.blocks import ArtifactRefBlock, JsonBlock, TextBlock
 from eventlog.codec import encode
 from eventlog.errors import ClewError, InvalidSessionId, StoreError, UnknownSession
@@ -50,14 +49,12 @@ from eventlog.events import (
     Usage,
 )
 from eventlog.records import (
-    AgentRow,
     AppendRequest,
-    ArtifactRow,
     NodeRow,
-    RunRow,
     SessionRow,
     StoredEvent,
 )
+from eventlog.store import EventStore
 from tests.strategies import events
 
 SID = "sess_20260101_000000_a1b2"
@@ -65,32 +62,8 @@ OTHER = "sess_20260101_000001_c3d4"
 BAD_SESSION_IDS: list[Any] = ["../x", "a;DROP TABLE sessions", "", "x" * 300, None, 7]
 
 
-class Store(Protocol):
-    """What the suite needs from a backend."""
-
-    artifacts: ArtifactFiles
-
-    def append_batch(
-        self, requests: Sequence[AppendRequest]
-    ) -> list[list[StoredEvent] | ClewError]: ...
-    def read_events(
-        self, session_id: str, after_seq: int = 0, limit: int | None = None
-    ) -> list[StoredEvent]: ...
-    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]: ...
-    def read_node(self, session_id: str, node_id: str) -> NodeRow | None: ...
-    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]: ...
-    def read_nodes(self, session_id: str) -> list[NodeRow]: ...
-    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]: ...
-    def read_session(self, session_id: str) -> SessionRow: ...
-    def list_sessions(self) -> list[SessionRow]: ...
-    def read_agents(self, session_id: str) -> list[AgentRow]: ...
-    def read_runs(self, session_id: str) -> list[RunRow]: ...
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]: ...
-    def close(self) -> None: ...
-
-
 #: ``make_store(**options)``: a new handle on the test's store (options: artifact_threshold).
-StoreFactory = Callable[..., Store]
+StoreFactory = Callable[..., EventStore]
 
 _clock = itertools.count(1)
 
@@ -147,7 +120,7 @@ def todo(note: str, *, run_id: str | None = None, sid: str = SID) -> AppendReque
     return req(TodoUpdated(todo_id="t1", status="running", note=note), sid, run_id=run_id)
 
 
-def append(store: Store, *requests: AppendRequest) -> list[StoredEvent]:
+def append(store: EventStore, *requests: AppendRequest) -> list[StoredEvent]:
     """Append ``requests`` in one batch; raise the first error; return every stored event."""
     out: list[StoredEvent] = []
     for result in store.append_batch(requests):
@@ -166,23 +139,23 @@ class StoreConformance:
         raise NotImplementedError("a backend's test class must override make_store")
 
     @pytest.fixture
-    def store(self, make_store: StoreFactory) -> Iterator[Store]:
+    def store(self, make_store: StoreFactory) -> Iterator[EventStore]:
         s = make_store()
         yield s
         s.close()
 
     @pytest.fixture
-    def session(self, store: Store) -> Store:
+    def session(self, store: EventStore) -> EventStore:
         append(store, created())
         return store
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def test_a_new_store_lists_no_sessions(self, store: Store) -> None:
+    def test_a_new_store_lists_no_sessions(self, store: EventStore) -> None:
         assert [] == store.list_sessions()
 
     def test_session_created_writes_the_session_row_and_its_first_event(
-        self, store: Store
+        self, store: EventStore
     ) -> None:
         request = created()
         [stored] = append(store, request)
@@ -215,46 +188,48 @@ class StoreConformance:
         assert expected_event == stored
         assert [expected_event] == store.read_events(SID)
 
-    def test_sessions_are_listed_oldest_first(self, store: Store) -> None:
+    def test_sessions_are_listed_oldest_first(self, store: EventStore) -> None:
         append(store, created(OTHER))
         append(store, created(SID))
         assert [OTHER, SID] == [s.session_id for s in store.list_sessions()]
 
-    def test_session_archived_sets_the_status(self, session: Store) -> None:
+    def test_session_archived_sets_the_status(self, session: EventStore) -> None:
         append(session, req(SessionArchived(reason="done")))
         assert "archived" == session.read_session(SID).status
 
     def test_updated_at_is_the_created_at_of_the_sessions_last_event(
-        self, session: Store
+        self, session: EventStore
     ) -> None:
         last = todo("x")
         append(session, todo("w"), last)
         assert last.created_at == session.read_session(SID).updated_at
 
-    def test_two_sessions_keep_separate_timelines(self, session: Store) -> None:
+    def test_two_sessions_keep_separate_timelines(self, session: EventStore) -> None:
         append(session, created(OTHER), todo("a"), todo("b", sid=OTHER), todo("c"))
         assert [1, 2, 3] == [e.seq for e in session.read_events(SID)]
         assert [1, 2] == [e.seq for e in session.read_events(OTHER)]
 
     # --- the timeline -----------------------------------------------------------------------
 
-    def test_seq_is_gapless_across_single_appends_and_batches(self, session: Store) -> None:
+    def test_seq_is_gapless_across_single_appends_and_batches(self, session: EventStore) -> None:
         append(session, todo("1"))
         append(session, *(todo(str(i)) for i in range(50)))
         append(session, todo("last"))
         assert list(range(1, 54)) == [e.seq for e in session.read_events(SID)]
 
-    def test_the_events_read_back_are_the_events_stored(self, session: Store) -> None:
+    def test_the_events_read_back_are_the_events_stored(self, session: EventStore) -> None:
         stored = append(session, todo("a", run_id="r1"), todo("b"))
         assert stored == session.read_events(SID)[1:]
 
-    def test_read_events_returns_what_follows_a_seq_up_to_a_limit(self, session: Store) -> None:
+    def test_read_events_returns_what_follows_a_seq_up_to_a_limit(
+        self, session: EventStore
+    ) -> None:
         append(session, *(todo(str(i)) for i in range(9)))
         assert [4, 5, 6] == [e.seq for e in session.read_events(SID, after_seq=3, limit=3)]
         assert [9, 10] == [e.seq for e in session.read_events(SID, after_seq=8)]
         assert [] == session.read_events(SID, after_seq=10)
 
-    def test_run_seq_counts_each_run_separately_in_append_order(self, session: Store) -> None:
+    def test_run_seq_counts_each_run_separately_in_append_order(self, session: EventStore) -> None:
         stored = append(
             session,
             todo("r1-1", run_id="r1"),
@@ -275,13 +250,13 @@ class StoreConformance:
         ]
         assert expected == actual
 
-    def test_read_run_returns_one_runs_events_in_run_seq_order(self, session: Store) -> None:
+    def test_read_run_returns_one_runs_events_in_run_seq_order(self, session: EventStore) -> None:
         append(session, *(todo(f"{r}-{i}", run_id=r) for i in range(3) for r in ("r1", "r2")))
         actual = [(e.run_seq, e.event.note) for e in session.read_run(SID, "r2")]  # type: ignore[union-attr]
         assert [(1, "r2-0"), (2, "r2-1"), (3, "r2-2")] == actual
         assert [] == session.read_run(SID, "nope")
 
-    def test_level_and_tool_call_id_are_taken_from_the_event(self, session: Store) -> None:
+    def test_level_and_tool_call_id_are_taken_from_the_event(self, session: EventStore) -> None:
         [stored] = append(
             session,
             req(ToolFailed(tool_call_id="c1", tool_name="sh", error_type="E", message="m")),
@@ -299,7 +274,7 @@ class StoreConformance:
     )
     @given(batch=st.lists(events(), min_size=1, max_size=8))
     def test_any_event_without_a_materialised_row_reads_back_equal(
-        self, store: Store, batch: list[Event]
+        self, store: EventStore, batch: list[Event]
     ) -> None:
         # One store for every example: each example gets a fresh session.
         sid = f"sess_h{next(_clock)}"
@@ -317,7 +292,7 @@ class StoreConformance:
 
     # --- nodes ------------------------------------------------------------------------------
 
-    def test_a_node_and_its_event_are_stored_together(self, session: Store) -> None:
+    def test_a_node_and_its_event_are_stored_together(self, session: EventStore) -> None:
         request = appended(node("n1", run_id="r1"))
         [stored] = append(session, request)
         assert ("r1#1", "node_appended", "n1") == (
@@ -338,17 +313,21 @@ class StoreConformance:
         )
         assert expected == session.read_node(SID, "n1")
 
-    def test_node_seq_is_gapless_in_creation_order_apart_from_seq(self, session: Store) -> None:
+    def test_node_seq_is_gapless_in_creation_order_apart_from_seq(
+        self, session: EventStore
+    ) -> None:
         append(session, appended(node("n1")), todo("x"), appended(node("n2", "n1")))
         append(session, appended(node("n3", "n1")))
         assert [("n1", 1), ("n2", 2), ("n3", 3)] == [
             (n.node_id, n.node_seq) for n in session.read_nodes(SID)
         ]
 
-    def test_read_node_of_a_missing_node_is_none(self, session: Store) -> None:
+    def test_read_node_of_a_missing_node_is_none(self, session: EventStore) -> None:
         assert session.read_node(SID, "nope") is None
 
-    def test_read_children_returns_the_children_in_node_seq_order(self, session: Store) -> None:
+    def test_read_children_returns_the_children_in_node_seq_order(
+        self, session: EventStore
+    ) -> None:
         append(
             session,
             appended(node("root")),
@@ -359,18 +338,18 @@ class StoreConformance:
         assert ["b", "a"] == [n.node_id for n in session.read_children(SID, "root")]
         assert [] == session.read_children(SID, "deep")
 
-    def test_node_appended_with_activate_moves_the_active_node(self, session: Store) -> None:
+    def test_node_appended_with_activate_moves_the_active_node(self, session: EventStore) -> None:
         append(session, appended(node("n1")), appended(node("n2", "n1"), activate=False))
         assert "n1" == session.read_session(SID).active_node_id
 
-    def test_active_node_switched_moves_the_active_node(self, session: Store) -> None:
+    def test_active_node_switched_moves_the_active_node(self, session: EventStore) -> None:
         append(session, appended(node("n1")), appended(node("n2", "n1")))
         [stored] = append(session, req(ActiveNodeSwitched(from_node_id="n2", to_node_id="n1")))
         assert "n1" == stored.node_id
         assert "n1" == session.read_session(SID).active_node_id
 
     def test_the_active_path_runs_from_the_root_to_the_active_node_without_siblings(
-        self, session: Store
+        self, session: EventStore
     ) -> None:
         append(
             session,
@@ -385,7 +364,7 @@ class StoreConformance:
         assert ["u1", "a1", "u2"] == [n.node_id for n in session.read_active_path(SID)]
         assert ["u1", "a1"] == [n.node_id for n in session.read_active_path(SID, "a1")]
 
-    def test_the_active_path_of_a_session_without_nodes_is_empty(self, session: Store) -> None:
+    def test_the_active_path_of_a_session_without_nodes_is_empty(self, session: EventStore) -> None:
         assert [] == session.read_active_path(SID)
 
     @settings(
@@ -395,7 +374,7 @@ class StoreConformance:
     )
     @given(moves=st.lists(st.tuples(st.booleans(), st.integers(min_value=0)), max_size=25))
     def test_the_node_tree_matches_a_simple_model_after_any_appends_and_switches(
-        self, store: Store, moves: list[tuple[bool, int]]
+        self, store: EventStore, moves: list[tuple[bool, int]]
     ) -> None:
         sid = f"sess_m{next(_clock)}"
         append(store, created(sid))
@@ -422,7 +401,7 @@ class StoreConformance:
 
     # --- agents, runs, artifacts -------------------------------------------------------------
 
-    def test_agent_created_and_status_changes_are_materialised(self, session: Store) -> None:
+    def test_agent_created_and_status_changes_are_materialised(self, session: EventStore) -> None:
         first = req(AgentCreated(agent_id="a2", agent_type="sub", parent_agent_id="a1",
                                  created_by_run_id="r1", role="coder", purpose="worker"))
         append(session, first)
@@ -439,7 +418,7 @@ class StoreConformance:
             agent.status, agent.result, agent.created_at, agent.updated_at,
         )
 
-    def test_run_started_and_run_ended_are_materialised(self, session: Store) -> None:
+    def test_run_started_and_run_ended_are_materialised(self, session: EventStore) -> None:
         append(session, req(RunStarted(run_id="r1", agent_id="a1", phase="route",
                                        start_node_id="n1"), run_id="r1"))
         [run] = session.read_runs(SID)
@@ -456,7 +435,7 @@ class StoreConformance:
         )
         assert msgspec.to_builtins(Usage(input_tokens=7)) == run.usage
 
-    def test_artifact_created_is_materialised(self, session: Store) -> None:
+    def test_artifact_created_is_materialised(self, session: EventStore) -> None:
         event = ArtifactCreated(artifact_id="art_1", path=f"{SID}/x.json", filename="x.json",
                                 size_bytes=3, sha256="ab", summary="s", tool_call_id="c1")
         append(session, req(event, run_id="r1"))
@@ -466,14 +445,14 @@ class StoreConformance:
             row.size_bytes, row.summary,
         )
 
-    def test_materialised_rows_belong_to_their_session_only(self, session: Store) -> None:
+    def test_materialised_rows_belong_to_their_session_only(self, session: EventStore) -> None:
         append(session, created(OTHER),
                req(AgentCreated(agent_id="a9", agent_type="main"), OTHER))
         assert [] == session.read_agents(SID)
         assert ["a9"] == [a.agent_id for a in session.read_agents(OTHER)]
 
     def test_an_event_naming_another_sessions_agent_or_run_leaves_that_row_alone(
-        self, session: Store
+        self, session: EventStore
     ) -> None:
         append(session, created(OTHER),
                req(AgentCreated(agent_id="a9", agent_type="main"), OTHER),
@@ -550,7 +529,9 @@ class StoreConformance:
 
     # --- errors and isolation ---------------------------------------------------------------
 
-    def test_appending_to_an_unknown_session_raises_unknown_session(self, store: Store) -> None:
+    def test_appending_to_an_unknown_session_raises_unknown_session(
+        self, store: EventStore
+    ) -> None:
         with pytest.raises(UnknownSession):
             append(store, todo("x"))
 
@@ -570,14 +551,14 @@ class StoreConformance:
         ],
     )
     def test_every_reader_raises_unknown_session_for_a_missing_session(
-        self, store: Store, read: Callable[[Store], object]
+        self, store: EventStore, read: Callable[[EventStore], object]
     ) -> None:
         with pytest.raises(UnknownSession):
             read(store)
 
     @pytest.mark.parametrize("bad", BAD_SESSION_IDS, ids=lambda v: repr(v)[:24])
     def test_an_invalid_session_id_is_refused_everywhere_and_changes_nothing(
-        self, session: Store, bad: Any
+        self, session: EventStore, bad: Any
     ) -> None:
         before = (session.list_sessions(), session.read_events(SID))
         readers: list[Callable[[], object]] = [
@@ -606,7 +587,7 @@ class StoreConformance:
             assert isinstance(result, InvalidSessionId)
         assert before == (session.list_sessions(), session.read_events(SID))
 
-    def test_a_failing_request_in_a_batch_is_rolled_back_alone(self, session: Store) -> None:
+    def test_a_failing_request_in_a_batch_is_rolled_back_alone(self, session: EventStore) -> None:
         append(session, appended(node("n1")))
         results = session.append_batch(
             [
@@ -630,7 +611,7 @@ class StoreConformance:
         assert "n3" == session.read_session(SID).active_node_id
 
     def test_a_second_session_created_fails_without_touching_the_first(
-        self, session: Store
+        self, session: EventStore
     ) -> None:
         append(session, todo("x"))
         [result] = session.append_batch([created()])
@@ -639,7 +620,7 @@ class StoreConformance:
         [stored] = append(session, todo("y"))
         assert 3 == stored.seq
 
-    def test_session_created_for_another_session_id_is_refused(self, store: Store) -> None:
+    def test_session_created_for_another_session_id_is_refused(self, store: EventStore) -> None:
         request = req(SessionCreated(session_id=OTHER, cwd="/", root_agent_id="a"), SID)
         [result] = store.append_batch([request])
         assert isinstance(result, StoreError)
@@ -662,7 +643,7 @@ class StoreConformance:
         second.close()
 
     def test_a_second_handle_sees_what_the_first_committed(
-        self, store: Store, make_store: StoreFactory
+        self, store: EventStore, make_store: StoreFactory
     ) -> None:
         append(store, created(), todo("x"))
         reader = make_store()

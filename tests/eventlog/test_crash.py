@@ -12,7 +12,7 @@ from pathlib import Path
 
 import apsw
 
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 
 CHILD = Path(__file__).with_name("_crash_child.py")
 REPO = Path(__file__).resolve().parents[2]

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from eventlog.blocks import TextBlock
 from eventlog.errors import InvalidSessionId, StoreError, UnknownSession
-from eventlog.events import TodoUpdated
+from eventlog.events import Node, NodeAppended, SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import CommitFuture, Writer
 from tests.eventlog.store_conformance import OTHER, SID, appended, created, node, todo
 
@@ -255,3 +256,22 @@ def test_a_store_that_raises_fails_the_drained_batch_at_once_instead_of_hanging(
     with pytest.raises(StoreError, match=r"stopped|crashed"):
         w.submit(todo("after")).get(timeout=5)
     w.stop()
+
+
+def test_a_node_appended_through_the_writer_is_on_the_active_path(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    writer = Writer(store)
+    sid = "sess_1"
+    writer.append(
+        AppendRequest(
+            session_id=sid,
+            event=SessionCreated(session_id=sid, cwd="/", root_agent_id="a"),
+            created_at="t0",
+        )
+    )
+    n1 = Node(node_id="n1", parent_id=None, agent_id="a", role="user",
+              content=[TextBlock(text="hi")])
+    writer.append(AppendRequest(session_id=sid, event=NodeAppended(node=n1, activate=True),
+                                created_at="t1"))
+    writer.stop()
+    assert ["n1"] == [n.node_id for n in SQLiteStore(tmp_path / "s.sqlite").read_active_path(sid)]

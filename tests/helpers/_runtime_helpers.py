@@ -29,7 +29,7 @@ from eventlog.events import (
     WorkerResultReceived,
 )
 from eventlog.records import StoredEvent
-from projections.rebuild import verify
+from projections.verify import verify
 
 E = TypeVar("E")
 

@@ -10,10 +10,9 @@ from eventlog.blocks import TextBlock
 from eventlog.errors import IntegrityError
 from eventlog.events import ActiveNodeSwitched, Event, Node, NodeAppended, event_type_of
 from eventlog.records import NodeRow, StoredEvent
+from projections.errors import BranchRefused, UnknownNode
 from projections.tree import (
-    BranchRefused,
     NodeTree,
-    UnknownNode,
     check_branch_point,
     check_switch_target,
     fold,

@@ -25,7 +25,7 @@ from eventlog.events import (
     SessionCreated,
 )
 from eventlog.records import AppendRequest
-from eventlog.sqlite_store import SQLiteStore
+from eventlog.sqlite import SQLiteStore
 from eventlog.writer import Writer
 from projections import Difference, rebuild, verify
 

@@ -20,7 +20,7 @@ from actors.models.tools import FunctionTool
 from actors.replay.inputs import RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.clock import ManualClock
-from projections.rebuild import verify
+from projections.verify import verify
 
 
 class EchoArgs(pydantic.BaseModel):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import apsw
+
+from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
+from eventlog.sqlite.transaction import Transaction
 
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
 # shipped entry; add a new one.
@@ -102,3 +106,20 @@ def session_tables_ddl(session_id: str) -> str:
     );
     CREATE UNIQUE INDEX events_{sid}_by_run ON events_{sid}(run_id, run_seq);
     """
+
+
+def migrate(conn: apsw.Connection) -> None:
+    """Bring the file to the latest schema, one transaction per migration.
+
+    Raises:
+        StoreError: the file was written by a newer clew, or a migration failed.
+    """
+    version = int(conn.pragma("user_version"))
+    if version > len(MIGRATIONS):
+        raise StoreError(
+            f"database schema version {version} is newer than this clew ({len(MIGRATIONS)})"
+        )
+    for i in range(version, len(MIGRATIONS)):
+        with Transaction(conn, f"migrating the schema to version {i + 1}"):
+            conn.execute(MIGRATIONS[i])
+            conn.pragma("user_version", i + 1)

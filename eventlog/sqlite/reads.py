@@ -1,18 +1,17 @@
 """The read side of the SQLite store: readers on a connection per thread (WAL).
 
-Mixed into :class:`eventlog.sqlite_store.SQLiteStore`; kept apart because the write
-path and the read path change for different reasons.
+:class:`eventlog.sqlite.store.SQLiteStore` extends :class:`SQLiteReads` with the
+write side; they are apart because the write path and the read path change for
+different reasons.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import apsw
 import msgspec
 
 from eventlog.blocks import ContentBlock
@@ -20,7 +19,8 @@ from eventlog.codec import decode_event
 from eventlog.errors import DecodeError, UnknownSession
 from eventlog.ids import validate_session_id
 from eventlog.records import AgentRow, ArtifactRow, NodeRow, RunRow, SessionRow, StoredEvent
-from eventlog.sql_errors import translate_errors
+from eventlog.sqlite.connections import Connections
+from eventlog.sqlite.transaction import translate_errors
 
 _blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
@@ -47,23 +47,18 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-
 class SQLiteReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    _local: threading.local
-
-    def _reader(self) -> apsw.Connection:  # pragma: no cover - provided by SQLiteStore
-        raise NotImplementedError
-
-    def _connect(self) -> apsw.Connection:  # pragma: no cover - provided by SQLiteStore
-        raise NotImplementedError
+    def __init__(self, connections: Connections) -> None:
+        """Read through ``connections`` (a reader connection per thread)."""
+        self._connections = connections
 
     # --- reading -------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"):
-            return list(self._reader().execute(sql, params))
+            return list(self._connections.reader().execute(sql, params))
 
     def session_exists(self, session_id: str) -> bool:
         """Return whether ``session_id`` (validated) is a stored session."""
@@ -79,7 +74,7 @@ class SQLiteReads:
     def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
         """Run an events query and decode its rows (the hot read path: kept inline)."""
         with translate_errors("reading"), _gc_paused():
-            cursor = self._reader().execute(sql, params)
+            cursor = self._connections.reader().execute(sql, params)
             try:
                 # Field order of StoredEvent: the row's columns minus payload_json, then
                 # the decoded payload. Inline on purpose: no per-row helper call on the hot path.
@@ -120,7 +115,7 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"):
-            conn = self._connect()
+            conn = self._connections.connect()
             cursor = conn.cursor()
             try:
                 cursor.execute(f"SELECT * FROM events_{sid} ORDER BY seq")
@@ -324,4 +319,4 @@ class SQLiteReads:
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""
         with translate_errors("raw sql"):
-            self._reader().execute(sql, params)
+            self._connections.reader().execute(sql, params)

@@ -1,0 +1,117 @@
+"""The sequence counters the writer caches across batches: ``seq``, ``node_seq``, ``run_seq``.
+
+Each counter is loaded lazily from its table (``MAX(...)``) and then kept in memory, so
+an append costs no ``SELECT``. The cache is only right while it matches what committed:
+a request undone by a savepoint gives its counters back (:meth:`Counters.restore`), and
+a transaction that is rolled back as a whole drops them all (:meth:`Counters.forget`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from eventlog.errors import UnknownSession
+from eventlog.events import SessionCreated
+from eventlog.records import AppendRequest
+
+#: What :meth:`Counters.snapshot` saves of one request's counters: seq, node_seq, run_seq.
+Snapshot = tuple[int | None, int | None, int | None]
+
+
+def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None  # an aggregate always returns one row
+    return int(row[0])
+
+
+class Counters:
+    """Per-session counters and the set of sessions known to exist (session ids valid)."""
+
+    __slots__ = ("known_sessions", "node_seq", "run_seq", "seq")
+
+    def __init__(self) -> None:
+        self.known_sessions: set[str] = set()
+        self.seq: dict[str, int] = {}
+        self.node_seq: dict[str, int] = {}
+        self.run_seq: dict[tuple[str, str], int] = {}
+
+    def session_created(self, sid: str) -> None:
+        """Record a session created in this transaction: it exists, its counters are 0."""
+        self.known_sessions.add(sid)
+        self.seq[sid] = 0
+        self.node_seq[sid] = 0
+
+    def ensure_session(self, conn: apsw.Connection, sid: str) -> None:
+        """Raise ``UnknownSession`` unless ``sid`` is a stored session."""
+        if sid in self.known_sessions:
+            return
+        row = conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+        if row is None:
+            raise UnknownSession(f"unknown session {sid}")
+        self.known_sessions.add(sid)
+
+    def next_seq(self, conn: apsw.Connection, sid: str) -> int:
+        """Take the session's next event ``seq``."""
+        n = self.seq.get(sid)
+        if n is None:
+            n = _scalar(conn, f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}")
+        n += 1
+        self.seq[sid] = n
+        return n
+
+    def next_node_seq(self, conn: apsw.Connection, sid: str) -> int:
+        """Take the session's next ``node_seq``."""
+        n = self.node_seq.get(sid)
+        if n is None:
+            n = _scalar(conn, f"SELECT COALESCE(MAX(node_seq), 0) FROM nodes_{sid}")
+        n += 1
+        self.node_seq[sid] = n
+        return n
+
+    def next_run_seq(self, conn: apsw.Connection, sid: str, run_id: str) -> int:
+        """Take the run's next ``run_seq``."""
+        key = (sid, run_id)
+        n = self.run_seq.get(key)
+        if n is None:
+            n = _scalar(
+                conn, f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?",
+                (run_id,),
+            )
+        n += 1
+        self.run_seq[key] = n
+        return n
+
+    def snapshot(self, req: AppendRequest) -> Snapshot:
+        """Save the counters ``req`` may take, for :meth:`restore`."""
+        sid = req.session_id
+        return (
+            self.seq.get(sid),
+            self.node_seq.get(sid),
+            self.run_seq.get((sid, req.run_id)) if req.run_id else None,
+        )
+
+    def restore(self, req: AppendRequest, snap: Snapshot) -> None:
+        """Give back what ``req`` took (its savepoint was rolled back)."""
+        sid = req.session_id
+        _put(self.seq, sid, snap[0])
+        _put(self.node_seq, sid, snap[1])
+        if req.run_id:
+            _put(self.run_seq, (sid, req.run_id), snap[2])
+        if isinstance(req.event, SessionCreated):
+            self.known_sessions.discard(sid)
+
+    def forget(self) -> None:
+        """Drop everything (the transaction is gone); counters reload lazily."""
+        self.seq.clear()
+        self.node_seq.clear()
+        self.run_seq.clear()
+        self.known_sessions.clear()
+
+
+def _put(cache: dict[Any, int], key: Any, value: int | None) -> None:
+    if value is None:
+        cache.pop(key, None)
+    else:
+        cache[key] = value

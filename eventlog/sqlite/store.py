@@ -1,0 +1,104 @@
+"""The SQLite event store (apsw): one file, WAL mode, one writer, many readers.
+
+:class:`SQLiteStore` composes the parts of this package: the connections
+(:mod:`~eventlog.sqlite.connections`), the schema and its migrations
+(:mod:`~eventlog.sqlite.schema`), the batch append (:mod:`~eventlog.sqlite.append`,
+which writes the materialised rows of :mod:`~eventlog.sqlite.materialise` in the
+event's transaction) and the readers (:mod:`~eventlog.sqlite.reads`).
+
+Only the writer actor calls :meth:`SQLiteStore.append_batch` (one write connection);
+readers use a connection per thread and run concurrently (WAL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eventlog.artifacts import ArtifactFiles
+from eventlog.errors import ClewError
+from eventlog.records import AppendRequest, StoredEvent
+from eventlog.sqlite.append import BatchAppend, FaultHook
+from eventlog.sqlite.connections import Connections, Durability
+from eventlog.sqlite.reads import SQLiteReads
+from eventlog.sqlite.schema import migrate
+from eventlog.sqlite.transaction import translate_errors
+
+if TYPE_CHECKING:
+    from eventlog.store import EventStore
+
+#: A JSON block whose encoding is larger than this becomes an artifact (seed rule).
+DEFAULT_ARTIFACT_THRESHOLD = 16 * 1024
+
+
+class SQLiteStore(SQLiteReads):
+    """The embedded event store: the readers it inherits, plus the batch append.
+
+    The readers are inherited rather than delegated to: they are the store's own
+    surface, and a delegating copy of each would repeat fifteen signatures and docstrings.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        artifacts_dir: Path | str | None = None,
+        durability: Durability = "normal",
+        artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
+        fault_hook: FaultHook | None = None,
+    ) -> None:
+        """Open (and migrate) the store at ``path``.
+
+        Args:
+            artifacts_dir: where artifact files go (default: ``artifacts/`` beside the file).
+            durability: ``normal`` survives a process crash, ``full`` a power loss.
+            fault_hook: test seam, called with a step name inside the append transaction.
+
+        Raises:
+            StoreError: the file cannot be opened, is not a database, or is from a newer clew.
+        """
+        self.path = Path(path)
+        self.durability = durability
+        connections = Connections(self.path, durability)
+        super().__init__(connections)
+        self._append = BatchAppend(
+            connections.writer,
+            ArtifactFiles(Path(artifacts_dir) if artifacts_dir else self.path.parent / "artifacts"),
+            artifact_threshold,
+            fault_hook,
+        )
+        with translate_errors(f"opening {self.path}"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = connections.connect()
+            try:
+                conn.pragma("journal_mode", "wal")
+                migrate(conn)
+            finally:
+                conn.close()
+
+    @property
+    def artifacts(self) -> ArtifactFiles:
+        """The artifact files the append writes before the events that reference them."""
+        return self._append.artifacts
+
+    @property
+    def artifact_threshold(self) -> int:
+        """Encoded size (bytes) above which a JSON block is stored as an artifact."""
+        return self._append.artifact_threshold
+
+    def append_batch(
+        self, requests: Sequence[AppendRequest]
+    ) -> list[list[StoredEvent] | ClewError]:
+        """Append ``requests`` in one transaction; see :meth:`BatchAppend.append_batch`."""
+        return self._append.append_batch(requests)
+
+    def close(self) -> None:
+        """Close the write connection and this thread's reader."""
+        self._connections.close()
+
+
+if TYPE_CHECKING:
+    # Checked by mypy, free at run time: the store satisfies the one store protocol.
+    def _conforms(store: SQLiteStore) -> EventStore:
+        return store

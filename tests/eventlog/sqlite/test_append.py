@@ -1,0 +1,122 @@
+"""The batch append: atomicity of a request, isolation within a batch, the retry pass."""
+
+# The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from eventlog.errors import InvalidSessionId, StoreError
+from eventlog.events import AgentCreated, TodoUpdated
+from eventlog.records import AppendRequest
+from eventlog.sqlite import SQLiteStore
+from tests.eventlog.store_conformance import SID, append, appended, at, created, node, todo
+
+
+def _failing_at(step: str, error: BaseException) -> tuple[Callable[[str], None], list[bool]]:
+    armed = [False]
+
+    def hook(name: str) -> None:
+        if armed[0] and name == step:
+            armed[0] = False
+            raise error
+
+    return hook, armed
+
+
+# --- atomicity: a node and its event, both or neither ---------------------------------------
+
+
+def test_a_failure_between_the_node_row_and_the_event_row_leaves_neither(
+    tmp_path: Path,
+) -> None:
+    hook, armed = _failing_at("before_event_row", StoreError("injected"))
+    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
+    append(store, created())
+    armed[0] = True
+    [result] = store.append_batch([appended(node("n1", run_id="r1"))])
+    assert isinstance(result, StoreError)
+    assert [] == store.read_nodes(SID)
+    assert ["session_created"] == [e.event_type for e in store.read_events(SID)]
+    assert store.read_session(SID).active_node_id is None
+    # The counters the failed request took are given back: no gap, no skipped node_seq.
+    [stored] = append(store, appended(node("n1", run_id="r1")))
+    assert (2, 1, "r1#1") == (stored.seq, stored.run_seq, stored.event_id)
+    assert 1 == store.read_node(SID, "n1").node_seq  # type: ignore[union-attr]
+    store.close()
+
+
+def test_an_unexpected_exception_mid_batch_rolls_back_the_whole_batch(tmp_path: Path) -> None:
+    hook, armed = _failing_at("before_event_row", RuntimeError("bug"))
+    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
+    append(store, created())
+    armed[0] = True
+    results = store.append_batch([todo("a"), appended(node("n1")), todo("b")])
+    assert all(isinstance(r, StoreError) for r in results)
+    assert 1 == len(store.read_events(SID))
+    assert [] == store.read_nodes(SID)
+    stored = append(store, todo("c"), appended(node("n1")))
+    assert [2, 3] == [e.seq for e in stored]
+    assert 1 == store.read_node(SID, "n1").node_seq  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_failure_before_the_materialised_rows_leaves_no_row(tmp_path: Path) -> None:
+    hook, armed = _failing_at("before_materialise", StoreError("injected"))
+    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
+    append(store, created())
+    armed[0] = True
+    [result] = store.append_batch([appended(node("n1"))])
+    assert isinstance(result, StoreError)
+    assert ([], 1) == (store.read_nodes(SID), len(store.read_events(SID)))
+    store.close()
+
+
+# --- isolation within a batch ---------------------------------------------------------------
+
+
+def test_the_request_that_failed_the_optimistic_pass_is_not_run_again(tmp_path: Path) -> None:
+    steps: list[str] = []
+
+    def second_event_row_fails(name: str) -> None:
+        steps.append(name)
+        if steps == ["before_materialise", "before_event_row"] * 2:
+            raise StoreError("injected")
+
+    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=second_event_row_fails)
+    append(store, created())
+    steps.clear()
+    results = store.append_batch([todo("a"), todo("b"), todo("c")])
+    assert [False, True, False] == [isinstance(r, StoreError) for r in results]
+    # Optimistic pass: a, then b fails. Savepoint pass: a and c only — b is not re-run.
+    assert 4 == steps.count("before_materialise")
+    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
+    store.close()
+
+
+def test_an_invalid_session_id_in_a_batch_does_not_stop_the_valid_ones(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created())
+    bad = AppendRequest(session_id="a;DROP TABLE sessions",
+                        event=TodoUpdated(todo_id="t", status="ready"), created_at=at())
+    results = store.append_batch([todo("a"), bad, todo("b")])
+    assert [list, InvalidSessionId, list] == [
+        list if isinstance(r, list) else type(r) for r in results
+    ]
+    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
+    store.close()
+
+
+def test_an_unencodable_payload_fails_only_its_own_request(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created())
+    bad = AppendRequest(
+        session_id=SID,
+        event=AgentCreated(agent_id="a1", agent_type="sub", metadata={"x": object()}),
+        created_at="t",
+    )
+    results = store.append_batch([todo("a"), bad, todo("b")])
+    assert [False, True, False] == [isinstance(r, StoreError) for r in results]
+    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
+    store.close()
