@@ -190,8 +190,7 @@ def replay_wal(
     """
     p = os.fspath(path)
     try:
-        with open(p, "rb") as f:
-            data = f.read()
+        data = Path(p).read_bytes()
     except FileNotFoundError:
         return ReplayResult(path=p, records=[])
     except OSError as e:
@@ -228,14 +227,19 @@ def replay_wal(
         repaired=repair,
     )
     if repair:
-        try:
-            with open(p, "r+b") as f:
-                f.truncate(good)
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as e:
-            raise TaskWalError(f"{p}: cannot cut the torn last line: {e}") from e
+        _cut(p, good)
     return ReplayResult(path=p, records=records, truncated_tail=True, truncated_bytes=len(tail))
+
+
+def _cut(path: str, size: int) -> None:
+    """Truncate the WAL at ``path`` to its ``size`` good bytes, durably."""
+    try:
+        with Path(path).open("r+b") as f:
+            f.truncate(size)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise TaskWalError(f"{path}: cannot cut the torn last line: {e}") from e
 
 
 def _decode_error(path: str, lineno: int, line: bytes) -> TaskWalCorrupt:

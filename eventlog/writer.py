@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
 import pykka
 import structlog
 
@@ -27,10 +28,19 @@ log = structlog.get_logger("clew.writer")
 #: Called after each commit with (events committed so far in total, this batch's events).
 CommitHook = Callable[[int, list[StoredEvent]], None]
 
-_WAKE = "wake"
-_FLUSH = "flush"
+
+class Wake(msgspec.Struct, frozen=True, tag="wake"):
+    """Producer → writer actor: requests are queued; drain them."""
 
 
+class Flush(msgspec.Struct, frozen=True, tag="flush"):
+    """Writer handle → actor: drain, and reply once everything queued before is committed."""
+
+
+#: Every message the writer actor accepts.
+WriterMessage = Wake | Flush
+_WAKE = Wake()
+_FLUSH = Flush()
 
 class CommitFuture:
     """The result of one submitted request, available once its transaction committed.
@@ -67,6 +77,15 @@ class CommitFuture:
         """True once the request committed or failed."""
         return self._done
 
+    def settle(self, result: list[StoredEvent] | BaseException) -> None:
+        """Record the request's outcome. The writer calls this while holding the shared
+        condition and notifies the waiters once per batch."""
+        if isinstance(result, BaseException):
+            self._error = result
+        else:
+            self._value = result
+        self._done = True
+
 
 Item = tuple[AppendRequest, CommitFuture]
 
@@ -92,13 +111,14 @@ class _WriterActor(pykka.ThreadingActor):
         self._after_commit = after_commit
         self._committed = 0
 
-    def on_receive(self, message: Any) -> Any:
-        if message in (_WAKE, _FLUSH):
-            # Clear the flag *before* draining: a producer that enqueues after this
-            # point either sees the flag clear (and wakes us again) or is drained now.
-            self._wake_flag.clear()
-            self._drain()
-            return self._committed
+    def on_receive(self, message: WriterMessage) -> int:
+        match message:
+            case Wake() | Flush():
+                # Clear the flag *before* draining: a producer that enqueues after this
+                # point either sees the flag clear (and wakes us again) or is drained now.
+                self._wake_flag.clear()
+                self._drain()
+                return self._committed
         raise StoreError(f"writer: unknown message {message!r}")
 
     def on_stop(self) -> None:
@@ -111,25 +131,34 @@ class _WriterActor(pykka.ThreadingActor):
         self._store.close()
 
     def _fail_pending(self, error: ClewError) -> None:
+        batch: list[Item] = []
+        while True:
+            try:
+                batch.append(self._pending.get_nowait())
+            except queue.Empty:
+                break
+        self._settle(batch, [error] * len(batch))
+
+    def _settle(
+        self, batch: list[Item], results: Sequence[list[StoredEvent] | BaseException]
+    ) -> None:
+        """Settle every future of ``batch`` under the condition, then wake every waiter once."""
         with self._resolved:
-            while True:
-                try:
-                    _, fut = self._pending.get_nowait()
-                except queue.Empty:
-                    break
-                fut._error, fut._done = error, True
+            for (_, fut), result in zip(batch, results, strict=True):
+                fut.settle(result)
             self._resolved.notify_all()
 
+    def _take_batch(self) -> list[Item]:
+        batch: list[Item] = []
+        while len(batch) < self._max_batch:
+            try:
+                batch.append(self._pending.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
     def _drain(self) -> None:
-        while True:
-            batch: list[Item] = []
-            while len(batch) < self._max_batch:
-                try:
-                    batch.append(self._pending.get_nowait())
-                except queue.Empty:
-                    break
-            if not batch:
-                return
+        while batch := self._take_batch():
             try:
                 results = self._store.append_batch([req for req, _ in batch])
             except Exception as e:
@@ -137,30 +166,15 @@ class _WriterActor(pykka.ThreadingActor):
                 # here means the write connection is in an unknown state. The drained
                 # batch is no longer in the queue, so on_failure would not fail it: fail
                 # it now (its callers would otherwise wait for their timeout), then crash.
-                error = StoreError(f"the storage writer failed: {e!r}")
-                with self._resolved:
-                    for _, fut in batch:
-                        fut._error, fut._done = error, True
-                    self._resolved.notify_all()
+                self._settle(batch, [StoreError(f"the storage writer failed: {e!r}")] * len(batch))
                 raise
-            committed: list[StoredEvent] = []
-            for result in results:
-                if isinstance(result, list):
-                    committed.extend(result)
+            committed = [ev for result in results if isinstance(result, list) for ev in result]
             self._committed += len(committed)
             if self._after_commit is not None and committed:
                 # Runs after COMMIT returned and before any caller learns of it: the
                 # crash tests kill the process here ("right after the k-th commit").
                 self._after_commit(self._committed, committed)
-            # Resolve the whole batch under the condition, then wake every waiter once.
-            with self._resolved:
-                for (_, fut), result in zip(batch, results, strict=True):
-                    if isinstance(result, list):
-                        fut._value = result
-                    else:
-                        fut._error = result
-                    fut._done = True
-                self._resolved.notify_all()
+            self._settle(batch, results)
 
 
 class Writer:

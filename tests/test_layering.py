@@ -232,12 +232,6 @@ def _long_functions(module: Module) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="over the limits at e36466a: eventlog/sqlite_store.py (656 lines; _run_batch 96,"
-    " _materialise 98), eventlog/taskwal.py replay_wal 62, actors/demo.py demo_script 70,"
-    " actors/orchestration/loop.py call_model 84, actors/replay/report.py build_report 69",
-)
 def test_no_module_is_over_500_lines_and_no_function_over_60_unless_marked_long() -> None:
     root = Path(importlib.import_module(PACKAGES[0]).__file__ or "").parents[1]
     offenders = [
