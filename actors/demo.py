@@ -117,7 +117,7 @@ def demo_tools(project_dir: Path) -> list[Tool]:
     def save_note(args: NoteArgs) -> str:
         """Append a note to the project's notes file (a side effect: not idempotent)."""
         notes.parent.mkdir(parents=True, exist_ok=True)
-        with open(notes, "a", encoding="utf-8") as f:
+        with notes.open("a", encoding="utf-8") as f:
             f.write(args.text + "\n")
             f.flush()
             os.fsync(f.fileno())

@@ -206,7 +206,8 @@ def build_tree_session(writer: Writer, sid: str, n_nodes: int, depth: int,
 # --- the naive reference fold ---------------------------------------------------------------
 
 
-def naive_fold(db: Path, sid: str) -> tuple[int, list[str]]:
+# The baseline is naive on purpose: one function, as a first attempt would write it.
+def naive_fold(db: Path, sid: str) -> tuple[int, list[str]]:  # noqa: C901
     """Read every row, json.loads it, fold into dicts, walk the active path."""
     conn = apsw.Connection(str(db))
     parents: dict[str, str | None] = {}

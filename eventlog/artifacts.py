@@ -36,11 +36,11 @@ class ArtifactFiles:
         try:
             make_dirs_durable(final.parent)
             tmp = final.with_suffix(f".{ext}.tmp{os.getpid()}")
-            with open(tmp, "wb") as f:
+            with tmp.open("wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, final)
+            tmp.replace(final)
             fsync_dir(final.parent)
         except OSError as e:
             raise StoreError(f"cannot write artifact {rel}: {e.strerror or e}") from e

@@ -102,7 +102,7 @@ class Boards:
     def apply(self, stored: StoredEvent) -> None:
         """Fold one stored event into the board."""
         self.updated_at = stored.created_at
-        handler = _HANDLERS.get(stored.event_type)
+        handler = self._HANDLERS.get(stored.event_type)
         if handler is not None:
             handler(self, stored)
 
@@ -298,18 +298,18 @@ class Boards:
             out.setdefault(self.run_status(row.run_id, live), []).append(row.run_id)
         return out
 
-
-_HANDLERS: Final[dict[str, Callable[[Boards, StoredEvent], None]]] = {
-    "session_created": Boards._session_created,
-    "node_appended": Boards._node_appended,
-    "active_node_switched": Boards._active_node_switched,
-    "session_archived": Boards._session_archived,
-    "agent_created": Boards._agent_created,
-    "agent_status_changed": Boards._agent_status_changed,
-    "run_started": Boards._run_started,
-    "run_ended": Boards._run_ended,
-    "artifact_created": Boards._artifact_created,
-}
+    #: The fold's dispatch table: event type → handler (the event types that change a board).
+    _HANDLERS: Final[dict[str, Callable[[Boards, StoredEvent], None]]] = {
+        "session_created": _session_created,
+        "node_appended": _node_appended,
+        "active_node_switched": _active_node_switched,
+        "session_archived": _session_archived,
+        "agent_created": _agent_created,
+        "agent_status_changed": _agent_status_changed,
+        "run_started": _run_started,
+        "run_ended": _run_ended,
+        "artifact_created": _artifact_created,
+    }
 
 
 def fold(boards: Boards, stored: StoredEvent) -> Boards:

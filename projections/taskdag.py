@@ -129,50 +129,12 @@ class TaskDag:
     def check(self, event: TaskEvent) -> None:
         """Raise ``TaskGraphError`` if ``event`` cannot be applied to the current DAG."""
         match event:
-            case TaskCreated(task_id=tid, deps=deps):
-                self._check_task_id(tid)
-                if tid in self._nodes:
-                    raise TaskGraphError(f"task {tid!r} already exists")
-                seen: set[str] = set()
-                for dep in deps:
-                    if dep == tid:
-                        raise TaskGraphError(f"task {tid!r} cannot depend on itself: {tid} → {tid}")
-                    if dep in seen:
-                        raise TaskGraphError(f"task {tid!r} lists dependency {dep!r} twice")
-                    if dep not in self._nodes:
-                        raise TaskGraphError(f"task {tid!r} depends on unknown task {dep!r}")
-                    seen.add(dep)
-            case TaskDependencyAdded(task_id=tid, depends_on=dep):
-                node = self._node(tid)
-                self._node(dep)
-                if tid == dep:
-                    raise TaskGraphError(f"task {tid!r} cannot depend on itself: {tid} → {tid}")
-                if node.stored != "pending":
-                    raise TaskGraphError(
-                        f"task {tid!r} is {node.status}: dependencies can only be added "
-                        "to a task that has not started"
-                    )
-                if dep in node.deps:
-                    raise TaskGraphError(f"task {tid!r} already depends on {dep!r}")
-                cycle = self._path(dep, tid)
-                if cycle is not None:
-                    names = " → ".join([tid, *cycle])
-                    raise TaskGraphError(f"dependency {tid} → {dep} would close the cycle {names}")
-            case TaskStatusChanged(task_id=tid, from_status=src, to_status=dst):
-                node = self._node(tid)
-                if node.status != src:
-                    raise TaskGraphError(
-                        f"task {tid!r} is {node.status}, not {src}: "
-                        f"refusing the stale transition {src} → {dst}"
-                    )
-                if dst not in LEGAL_TRANSITIONS[src]:
-                    why = ""
-                    if dst in DERIVED_STATUSES:
-                        why = f" ({dst} is derived from the dependencies, never set)"
-                    elif src == "pending" and dst == "running":
-                        waiting = [d for d in node.deps if self._nodes[d].status != "completed"]
-                        why = f" (it waits for {', '.join(waiting)})"
-                    raise TaskGraphError(f"task {tid!r}: illegal transition {src} → {dst}{why}")
+            case TaskCreated():
+                self._check_created(event)
+            case TaskDependencyAdded():
+                self._check_dependency(event)
+            case TaskStatusChanged():
+                self._check_transition(event)
             case TaskRemoved(task_id=tid):
                 node = self._node(tid)
                 if node.stored == "running":
@@ -181,6 +143,56 @@ class TaskDag:
                     raise TaskGraphError(
                         f"task {tid!r} cannot be removed: {', '.join(node.dependents)} depend on it"
                     )
+
+    def _check_created(self, event: TaskCreated) -> None:
+        tid = event.task_id
+        self._check_task_id(tid)
+        if tid in self._nodes:
+            raise TaskGraphError(f"task {tid!r} already exists")
+        seen: set[str] = set()
+        for dep in event.deps:
+            if dep == tid:
+                raise TaskGraphError(f"task {tid!r} cannot depend on itself: {tid} → {tid}")
+            if dep in seen:
+                raise TaskGraphError(f"task {tid!r} lists dependency {dep!r} twice")
+            if dep not in self._nodes:
+                raise TaskGraphError(f"task {tid!r} depends on unknown task {dep!r}")
+            seen.add(dep)
+
+    def _check_dependency(self, event: TaskDependencyAdded) -> None:
+        tid, dep = event.task_id, event.depends_on
+        node = self._node(tid)
+        self._node(dep)
+        if tid == dep:
+            raise TaskGraphError(f"task {tid!r} cannot depend on itself: {tid} → {tid}")
+        if node.stored != "pending":
+            raise TaskGraphError(
+                f"task {tid!r} is {node.status}: dependencies can only be added "
+                "to a task that has not started"
+            )
+        if dep in node.deps:
+            raise TaskGraphError(f"task {tid!r} already depends on {dep!r}")
+        cycle = self._path(dep, tid)
+        if cycle is not None:
+            names = " → ".join([tid, *cycle])
+            raise TaskGraphError(f"dependency {tid} → {dep} would close the cycle {names}")
+
+    def _check_transition(self, event: TaskStatusChanged) -> None:
+        tid, src, dst = event.task_id, event.from_status, event.to_status
+        node = self._node(tid)
+        if node.status != src:
+            raise TaskGraphError(
+                f"task {tid!r} is {node.status}, not {src}: "
+                f"refusing the stale transition {src} → {dst}"
+            )
+        if dst not in LEGAL_TRANSITIONS[src]:
+            why = ""
+            if dst in DERIVED_STATUSES:
+                why = f" ({dst} is derived from the dependencies, never set)"
+            elif src == "pending" and dst == "running":
+                waiting = [d for d in node.deps if self._nodes[d].status != "completed"]
+                why = f" (it waits for {', '.join(waiting)})"
+            raise TaskGraphError(f"task {tid!r}: illegal transition {src} → {dst}{why}")
 
     @staticmethod
     def _check_task_id(tid: str) -> None:

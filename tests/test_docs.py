@@ -60,7 +60,8 @@ class Block:
         return "\n".join(lines) + "\n"
 
 
-def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:
+# A line-by-line markdown scanner: one loop with a case per kind of line.
+def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901
     """Return the runnable python blocks of the markdown ``text`` of ``doc``, and the
     problems with its markers."""
     blocks: list[Block] = []

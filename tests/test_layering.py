@@ -148,7 +148,8 @@ def test_the_import_time_graph_of_actors_modules_has_no_cycle() -> None:
     assert [] == cycles
 
 
-def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+# Tarjan's algorithm, iterative: splitting it would scatter its shared state.
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:  # noqa: C901
     """One cycle through each strongly connected component of more than one module."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 
 import typer
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         # `clew export … | head`: the reader left; stop quietly.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process exits
+        sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115 - lives until the process exits
         return 0
     except Exception as e:
         code = usage_error(e)

@@ -475,7 +475,7 @@ class StoreConformance:
         real_fsync = os.fsync
 
         def spy(fd: int) -> None:
-            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
             real_fsync(fd)
 
         monkeypatch.setattr(os, "fsync", spy)

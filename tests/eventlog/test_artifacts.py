@@ -25,7 +25,7 @@ def spy_fsync(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real_fsync = os.fsync
 
     def spy(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", spy)

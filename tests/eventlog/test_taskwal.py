@@ -267,7 +267,7 @@ def test_an_unsafe_session_id_is_refused_in_the_wal_path(tmp_path: Path, session
 def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not os.path.isdir("/proc/self/fd"):
+    if not Path("/proc/self/fd").is_dir():
         pytest.skip("names fsynced fds through /proc/self/fd")
     project = tmp_path / "project"
     project.mkdir()
@@ -276,7 +276,7 @@ def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
     real_fsync = os.fsync
 
     def spy(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", spy)

@@ -116,8 +116,9 @@ def _content(draw: st.DrawFn, h: _History, role: str, *, big_json: bool) -> list
     return blocks
 
 
+# One composite draws a whole session history step by step; its branches are the steps.
 @st.composite
-def session_histories(
+def session_histories(  # noqa: C901, PLR0912, PLR0915
     draw: st.DrawFn, max_steps: int = 40, big_json: bool = False
 ) -> list[Step]:
     """Draw a valid session history: creation, then a random mix of operations.

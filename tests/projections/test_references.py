@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,14 +85,14 @@ def test_escapes_missing_files_and_directories_are_missing_references(
 
 
 def test_a_symlink_out_of_the_project_is_refused(project: Path) -> None:
-    os.symlink(project.parent / "secret.txt", project / "link.txt")
-    os.symlink(project.parent, project / "up")
+    (project / "link.txt").symlink_to(project.parent / "secret.txt")
+    (project / "up").symlink_to(project.parent)
     assert "outside the project root" == only_ref("@link.txt", project).reason  # type: ignore[union-attr]
     assert "outside the project root" == only_ref("@up/secret.txt", project).reason  # type: ignore[union-attr]
 
 
 def test_a_symlink_inside_the_project_is_followed(project: Path) -> None:
-    os.symlink(project / "src" / "a.py", project / "alias.py")
+    (project / "alias.py").symlink_to(project / "src" / "a.py")
     ref = only_ref("@alias.py", project)
     assert isinstance(ref, FileReference)
     assert "src/a.py" == ref.path
@@ -109,7 +108,7 @@ def test_binary_and_non_utf8_files_are_missing_references(project: Path) -> None
 def test_an_unknown_session_is_a_missing_reference() -> None:
     assert MissingReference(token="@@sess_nope", target="sess_nope",
                             reason="unknown session sess_nope") == only_ref(
-        "as in @@sess_nope", Path("."))
+        "as in @@sess_nope", Path())
 
 
 def test_markers_are_found_once_and_emails_are_not_markers() -> None:

@@ -295,7 +295,7 @@ def test_a_copy_is_independent_and_equal_until_changed() -> None:
 IDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])
 EVENTS = st.one_of(
     st.builds(created, IDS),
-    st.builds(lambda t, d: created(t, d), IDS, IDS),
+    st.builds(created, IDS, IDS),
     st.builds(lambda t, d: TaskDependencyAdded(task_id=t, depends_on=d), IDS, IDS),
     st.builds(moved, IDS, st.sampled_from(ALL_STATUSES), st.sampled_from(ALL_STATUSES)),
     st.builds(lambda t: TaskRemoved(task_id=t), IDS),
@@ -320,11 +320,12 @@ def test_incremental_state_equals_rebuild_and_the_definition_of_status(
     dag = TaskDag()
     accepted: list[TaskEvent] = []
     stored: dict[str, TaskStatus] = {}
-    for event in events:
+    for drawn in events:
         # Steer status changes to the observed status, so most of them are decided by
         # the transition table rather than refused as stale.
-        if isinstance(event, TaskStatusChanged) and event.task_id in dag:
-            event = moved(event.task_id, dag.status(event.task_id), event.to_status)
+        event = drawn
+        if isinstance(drawn, TaskStatusChanged) and drawn.task_id in dag:
+            event = moved(drawn.task_id, dag.status(drawn.task_id), drawn.to_status)
         try:
             dag.apply(event)
         except TaskGraphError:

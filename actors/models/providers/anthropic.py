@@ -87,7 +87,8 @@ class AnthropicModel(HttpModel):
 # --- clew → wire ------------------------------------------------------------------------
 
 
-def messages_payload(model: str, request: ModelRequest) -> dict[str, Any]:
+# One flat mapping of each block kind to the wire format; split, it hides the table.
+def messages_payload(model: str, request: ModelRequest) -> dict[str, Any]:  # noqa: C901
     """Return the Messages API body for ``request``."""
     system = [request.system] if request.system else []
     turns: list[dict[str, Any]] = []
