@@ -49,8 +49,19 @@ def bench_floor(path: Path, n: int) -> float:
     conn.execute(session_tables_ddl(SID))
     sql = f"INSERT INTO events_{SID} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     rows = [
-        (f"run0#{i}", i, i, "a0", "run0", "info", "todo_updated", None, None,
-         encode_event(_event(0, i)).decode(), CREATED_AT)
+        (
+            f"run0#{i}",
+            i,
+            i,
+            "a0",
+            "run0",
+            "info",
+            "todo_updated",
+            None,
+            None,
+            encode_event(_event(0, i)).decode(),
+            CREATED_AT,
+        )
         for i in range(1, n + 1)
     ]
     start = time.perf_counter()
@@ -66,17 +77,25 @@ def bench_floor(path: Path, n: int) -> float:
 def bench_writer(path: Path, n: int, producers: int) -> float:
     """Append ``n`` events through the Writer from ``producers`` threads; return seconds."""
     writer = Writer(SQLiteStore(path, durability="full"))
-    writer.append(AppendRequest(
-        session_id=SID, event=SessionCreated(session_id=SID, cwd="/", root_agent_id="a0"),
-        created_at=CREATED_AT,
-    ))
+    writer.append(
+        AppendRequest(
+            session_id=SID,
+            event=SessionCreated(session_id=SID, cwd="/", root_agent_id="a0"),
+            created_at=CREATED_AT,
+        )
+    )
     per = n // producers
     go = threading.Barrier(producers + 1)
 
     def produce(p: int) -> None:
         requests = [
-            AppendRequest(session_id=SID, event=_event(p, i), created_at=CREATED_AT,
-                          agent_id=f"a{p}", run_id=f"run{p}")
+            AppendRequest(
+                session_id=SID,
+                event=_event(p, i),
+                created_at=CREATED_AT,
+                agent_id=f"a{p}",
+                run_id=f"run{p}",
+            )
             for i in range(per)
         ]
         go.wait()

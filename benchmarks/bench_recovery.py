@@ -54,9 +54,7 @@ def interrupt_last_run(home: Path, project: Path, sid: str) -> None:
         rt.writer.append(
             AppendRequest(
                 session_id=sid,
-                event=RunStarted(
-                    run_id=run_id, agent_id=brain, metadata={"prompt": DEMO_PROMPT}
-                ),
+                event=RunStarted(run_id=run_id, agent_id=brain, metadata={"prompt": DEMO_PROMPT}),
                 created_at=rt.clock.now(),
                 agent_id=brain,
                 run_id=run_id,

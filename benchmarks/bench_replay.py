@@ -60,8 +60,20 @@ from eventlog.writer import Writer
 from projections import build_context, rebuild
 
 WORDS = [
-    "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "clew",
-    "replays", "every", "event",
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "clew",
+    "replays",
+    "every",
+    "event",
 ]
 
 
@@ -86,8 +98,13 @@ class SessionWriter:
     def add(self, event: Event, agent: str | None = None, run: str | None = None) -> None:
         self.t += 1
         at = f"2026-06-12T15:{self.t // 60_000_000:02d}:{self.t % 60_000_000:08d}Z"
-        self.futures.append(self.writer.submit(AppendRequest(
-            session_id=self.sid, event=event, created_at=at, agent_id=agent, run_id=run)))
+        self.futures.append(
+            self.writer.submit(
+                AppendRequest(
+                    session_id=self.sid, event=event, created_at=at, agent_id=agent, run_id=run
+                )
+            )
+        )
         self.events += 1
         if len(self.futures) > 5000:
             self.drain()
@@ -111,12 +128,25 @@ def build_replay_session(writer: Writer, sid: str, n_events: int, rng: random.Ra
         runs += 1
         agent = "main" if runs % 3 else f"worker_{runs}"
         if agent != "main":
-            w.add(AgentCreated(agent_id=agent, agent_type="sub", parent_agent_id="main",
-                               role="worker", purpose="worker"), "main")
+            w.add(
+                AgentCreated(
+                    agent_id=agent,
+                    agent_type="sub",
+                    parent_agent_id="main",
+                    role="worker",
+                    purpose="worker",
+                ),
+                "main",
+            )
             w.add(AgentStatusChanged(agent_id=agent, status="running"), agent)
         run = f"run_{runs}"
-        w.add(RunStarted(run_id=run, agent_id=agent, phase="primary", start_node_id=tip,
-                         rng_seed=runs), agent, run)
+        w.add(
+            RunStarted(
+                run_id=run, agent_id=agent, phase="primary", start_node_id=tip, rng_seed=runs
+            ),
+            agent,
+            run,
+        )
         # one in eight user turns re-asks an earlier user message: a sibling of it, so a
         # new branch that starts with a user message (the branch rule)
         parent = tip
@@ -124,56 +154,135 @@ def build_replay_session(writer: Writer, sid: str, n_events: int, rng: random.Ra
             parent = user_parent[rng.choice(list(user_parent))]
         nodes += 1
         uid = f"n{nodes}"
-        w.add(NodeAppended(node=Node(node_id=uid, parent_id=parent, agent_id=agent, run_id=run,
-                                     role="user", content=[TextBlock(text=prose(rng, 200))]),
-                           activate=True), agent, run)
+        w.add(
+            NodeAppended(
+                node=Node(
+                    node_id=uid,
+                    parent_id=parent,
+                    agent_id=agent,
+                    run_id=run,
+                    role="user",
+                    content=[TextBlock(text=prose(rng, 200))],
+                ),
+                activate=True,
+            ),
+            agent,
+            run,
+        )
         user_parent[uid] = parent
         tip = uid
         for turn in range(rng.randint(1, 4)):
             call = f"call_{nodes}_{turn}"
-            w.add(ModelRequested(call_index=turn, model="model-a", role="brain", phase="primary",
-                                 request_hash=f"{rng.getrandbits(128):032x}" * 2,
-                                 tools=["read", "write", "grep"]), agent, run)
-            w.add(ModelResponded(call_index=turn, model="model-a",
-                                 content=[TextBlock(text=prose(rng, 150))],
-                                 usage=Usage(input_tokens=900, output_tokens=80)), agent, run)
-            w.add(TokenUsage(model="model-a", role="brain", phase="primary", call_index=turn,
-                             usage=Usage(input_tokens=900, output_tokens=80)), agent, run)
+            w.add(
+                ModelRequested(
+                    call_index=turn,
+                    model="model-a",
+                    role="brain",
+                    phase="primary",
+                    request_hash=f"{rng.getrandbits(128):032x}" * 2,
+                    tools=["read", "write", "grep"],
+                ),
+                agent,
+                run,
+            )
+            w.add(
+                ModelResponded(
+                    call_index=turn,
+                    model="model-a",
+                    content=[TextBlock(text=prose(rng, 150))],
+                    usage=Usage(input_tokens=900, output_tokens=80),
+                ),
+                agent,
+                run,
+            )
+            w.add(
+                TokenUsage(
+                    model="model-a",
+                    role="brain",
+                    phase="primary",
+                    call_index=turn,
+                    usage=Usage(input_tokens=900, output_tokens=80),
+                ),
+                agent,
+                run,
+            )
             nodes += 1
             aid = f"n{nodes}"
-            blocks: list[ContentBlock] = [TextBlock(text=prose(rng, 120)),
-                                          ToolCallBlock(id=call, name="read",
-                                                        arguments={"path": "src/a.py"})]
-            w.add(NodeAppended(node=Node(node_id=aid, parent_id=tip, agent_id=agent, run_id=run,
-                                         role="assistant", content=blocks), activate=True),
-                  agent, run)
-            w.add(ToolCallStarted(tool_call_id=call, tool_name="read",
-                                  arguments={"path": "src/a.py"}), agent, run)
+            blocks: list[ContentBlock] = [
+                TextBlock(text=prose(rng, 120)),
+                ToolCallBlock(id=call, name="read", arguments={"path": "src/a.py"}),
+            ]
+            w.add(
+                NodeAppended(
+                    node=Node(
+                        node_id=aid,
+                        parent_id=tip,
+                        agent_id=agent,
+                        run_id=run,
+                        role="assistant",
+                        content=blocks,
+                    ),
+                    activate=True,
+                ),
+                agent,
+                run,
+            )
+            w.add(
+                ToolCallStarted(
+                    tool_call_id=call, tool_name="read", arguments={"path": "src/a.py"}
+                ),
+                agent,
+                run,
+            )
             result = [TextBlock(text=prose(rng, 180))]
-            w.add(ToolCallFinished(tool_call_id=call, tool_name="read", content=result),
-                  agent, run)
+            w.add(ToolCallFinished(tool_call_id=call, tool_name="read", content=result), agent, run)
             nodes += 1
             tid = f"n{nodes}"
-            w.add(NodeAppended(node=Node(node_id=tid, parent_id=aid, agent_id=agent, run_id=run,
-                                         role="tool", content=[ToolResultBlock(
-                                             tool_call_id=call, name="read", content=result)]),
-                               activate=True), agent, run)
+            w.add(
+                NodeAppended(
+                    node=Node(
+                        node_id=tid,
+                        parent_id=aid,
+                        agent_id=agent,
+                        run_id=run,
+                        role="tool",
+                        content=[ToolResultBlock(tool_call_id=call, name="read", content=result)],
+                    ),
+                    activate=True,
+                ),
+                agent,
+                run,
+            )
             tip = tid
         if rng.random() < 0.05 and user_parent:
             target = rng.choice(list(user_parent))
             w.add(ActiveNodeSwitched(from_node_id=tip, to_node_id=target), agent)
             tip = target
-        w.add(RunEnded(run_id=run, status="completed", end_reason="completed", end_node_id=tip,
-                       turn_count=2, usage=Usage(input_tokens=1800, output_tokens=160)),
-              agent, run)
+        w.add(
+            RunEnded(
+                run_id=run,
+                status="completed",
+                end_reason="completed",
+                end_node_id=tip,
+                turn_count=2,
+                usage=Usage(input_tokens=1800, output_tokens=160),
+            ),
+            agent,
+            run,
+        )
         if agent != "main":
-            w.add(AgentStatusChanged(agent_id=agent, status="completed",
-                                     result={"summary": prose(rng, 60)}), agent)
+            w.add(
+                AgentStatusChanged(
+                    agent_id=agent, status="completed", result={"summary": prose(rng, 60)}
+                ),
+                agent,
+            )
     w.drain()
 
 
-def build_tree_session(writer: Writer, sid: str, n_nodes: int, depth: int,
-                       rng: random.Random) -> None:
+def build_tree_session(
+    writer: Writer, sid: str, n_nodes: int, depth: int, rng: random.Random
+) -> None:
     """``n_nodes`` nodes; the active path (the spine) is ``depth`` deep, the rest side branches."""
     w = SessionWriter(writer, sid)
     w.add(SessionCreated(session_id=sid, cwd="/project", root_agent_id="main"))
@@ -181,9 +290,18 @@ def build_tree_session(writer: Writer, sid: str, n_nodes: int, depth: int,
     for i in range(depth):
         nid = f"s{i}"
         role = "user" if i % 2 == 0 else "assistant"
-        w.add(NodeAppended(node=Node(node_id=nid, parent_id=spine[-1] if spine else None,
-                                     agent_id="main", role=role,  # type: ignore[arg-type]
-                                     content=[TextBlock(text=prose(rng, 200))])), "main")
+        w.add(
+            NodeAppended(
+                node=Node(
+                    node_id=nid,
+                    parent_id=spine[-1] if spine else None,
+                    agent_id="main",
+                    role=role,  # type: ignore[arg-type]
+                    content=[TextBlock(text=prose(rng, 200))],
+                )
+            ),
+            "main",
+        )
         spine.append(nid)
     made = depth
     side = 0
@@ -194,9 +312,18 @@ def build_tree_session(writer: Writer, sid: str, n_nodes: int, depth: int,
             side += 1
             nid = f"b{side}"
             role = "user" if j % 2 == 0 else "assistant"
-            w.add(NodeAppended(node=Node(node_id=nid, parent_id=parent, agent_id="main",
-                                         role=role,  # type: ignore[arg-type]
-                                         content=[TextBlock(text=prose(rng, 200))])), "main")
+            w.add(
+                NodeAppended(
+                    node=Node(
+                        node_id=nid,
+                        parent_id=parent,
+                        agent_id="main",
+                        role=role,  # type: ignore[arg-type]
+                        content=[TextBlock(text=prose(rng, 200))],
+                    )
+                ),
+                "main",
+            )
             parent = nid
             made += 1
     w.add(ActiveNodeSwitched(from_node_id=None, to_node_id=spine[-1]), "main")
@@ -233,8 +360,7 @@ def naive_fold(db: Path, sid: str) -> tuple[int, list[str]]:  # noqa: C901
         elif etype == "run_started":
             runs[p["run_id"]] = {"status": "running", "created_at": at, **p}
         elif etype == "run_ended":
-            runs[p["run_id"]].update(status=p["status"], end_reason=p["end_reason"],
-                                     updated_at=at)
+            runs[p["run_id"]].update(status=p["status"], end_reason=p["end_reason"], updated_at=at)
         elif etype == "agent_created":
             agents[p["agent_id"]] = {"status": "idle", **p}
         elif etype == "agent_status_changed":
@@ -253,9 +379,19 @@ def streamed_events(db: Path, sid: str) -> Any:
     """What ``iter_events`` could be: one cursor, rows decoded as they stream (no batches)."""
     conn = apsw.Connection(str(db))
     for r in conn.execute(f"SELECT * FROM events_{sid} ORDER BY seq"):
-        yield StoredEvent(event_id=r[0], seq=r[1], run_seq=r[2], agent_id=r[3], run_id=r[4],
-                          level=r[5], event_type=r[6], node_id=r[7], tool_call_id=r[8],
-                          created_at=r[10], event=decode_event(r[9]))
+        yield StoredEvent(
+            event_id=r[0],
+            seq=r[1],
+            run_seq=r[2],
+            agent_id=r[3],
+            run_id=r[4],
+            level=r[5],
+            event_type=r[6],
+            node_id=r[7],
+            tool_call_id=r[8],
+            created_at=r[10],
+            event=decode_event(r[9]),
+        )
     conn.close()
 
 
@@ -315,12 +451,12 @@ def main() -> None:
     t_fold, _ = best_of(args.repeats, lambda: rebuild(decoded))
     decoded.clear()
     t_stream, _ = best_of(args.repeats, lambda: rebuild(streamed_events(db, sid)))
-    t_stream_gc, _ = best_of(args.repeats,
-                             gc_paused(lambda: rebuild(streamed_events(db, sid))))
+    t_stream_gc, _ = best_of(args.repeats, gc_paused(lambda: rebuild(streamed_events(db, sid))))
 
     def ctx(session: str) -> float:
         def once() -> int:
             return len(build_context(reader.read_active_path(session)))
+
         once()
         samples = [best_of(1, once)[0] for _ in range(30)]
         return statistics.median(samples)
@@ -330,14 +466,26 @@ def main() -> None:
 
     rows = [
         ("naive fold (read + json.loads + dicts + path)", t_naive, n / t_naive, 1.0),
-        ("projection rebuild (read + decode + fold)", t_rebuild, n / t_rebuild,
-         t_naive / t_rebuild),
+        (
+            "projection rebuild (read + decode + fold)",
+            t_rebuild,
+            n / t_rebuild,
+            t_naive / t_rebuild,
+        ),
         ("  read + decode only (store.iter_events)", t_read, n / t_read, t_naive / t_read),
         ("  fold only (rebuild over decoded events)", t_fold, n / t_fold, t_naive / t_fold),
-        ("rebuild over a one-cursor stream (proposed read)", t_stream, n / t_stream,
-         t_naive / t_stream),
-        ("  same, cyclic GC paused during the rebuild", t_stream_gc, n / t_stream_gc,
-         t_naive / t_stream_gc),
+        (
+            "rebuild over a one-cursor stream (proposed read)",
+            t_stream,
+            n / t_stream,
+            t_naive / t_stream,
+        ),
+        (
+            "  same, cyclic GC paused during the rebuild",
+            t_stream_gc,
+            n / t_stream_gc,
+            t_naive / t_stream_gc,
+        ),
     ]
     print(f"\n| {'step':48} | {'seconds':>8} | {'events/s':>10} | {'× naive':>7} |")
     print(f"|{'-' * 50}|{'-' * 10}|{'-' * 12}|{'-' * 9}|")
@@ -351,9 +499,11 @@ def main() -> None:
     ok_rate = n / t_rebuild >= 300_000
     ok_ratio = t_naive / t_rebuild >= 2
     ok_ctx = t_large / t_small <= 1.5
-    print(f"\ntargets: rebuild ≥ 300k ev/s: {'met' if ok_rate else 'NOT met'}; "
-          f"≥ 2× naive: {'met' if ok_ratio else 'NOT met'}; "
-          f"context ratio ≤ 1.5: {'met' if ok_ctx else 'NOT met'}")
+    print(
+        f"\ntargets: rebuild ≥ 300k ev/s: {'met' if ok_rate else 'NOT met'}; "
+        f"≥ 2× naive: {'met' if ok_ratio else 'NOT met'}; "
+        f"context ratio ≤ 1.5: {'met' if ok_ctx else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

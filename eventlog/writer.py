@@ -42,6 +42,7 @@ WriterMessage = Wake | Flush
 _WAKE = Wake()
 _FLUSH = Flush()
 
+
 class CommitFuture:
     """The result of one submitted request, available once its transaction committed.
 

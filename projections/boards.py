@@ -94,8 +94,10 @@ class Boards:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"Boards({self.session_id!r}, {len(self.agents)} agents, "
-                f"{len(self.runs)} runs, {len(self.artifacts)} artifacts)")
+        return (
+            f"Boards({self.session_id!r}, {len(self.agents)} agents, "
+            f"{len(self.runs)} runs, {len(self.artifacts)} artifacts)"
+        )
 
     # --- folding -------------------------------------------------------------------------
 
@@ -188,8 +190,7 @@ class Boards:
             turn_count=0,
             usage=None,
             error=None,
-            metadata={"phase": e.phase, "attempt": e.attempt, "rng_seed": e.rng_seed,
-                      **e.metadata},
+            metadata={"phase": e.phase, "attempt": e.attempt, "rng_seed": e.rng_seed, **e.metadata},
             created_at=at,
             updated_at=at,
         )
@@ -280,7 +281,8 @@ class Boards:
                 a crash; ``True`` when all are; or the ids of the runs with a live owner.
         """
         return [
-            r for r in self.run_rows()
+            r
+            for r in self.run_rows()
             if r.status in LIVE_RUN_STATUSES and not _is_live(r.run_id, live)
         ]
 

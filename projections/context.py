@@ -58,7 +58,7 @@ def compaction_start(path: Sequence[PathNode]) -> int:
 
 def build_context(path: Sequence[PathNode]) -> list[Message]:
     """Return the messages for a model call whose context is ``path`` (root first)."""
-    nodes = path[compaction_start(path):]
+    nodes = path[compaction_start(path) :]
     # Index results by call id first, so a call can pull its result forward. A result
     # recorded twice (a retried tool) counts once: the last one wins.
     results: dict[str, ToolResultBlock] = {}
@@ -69,9 +69,7 @@ def build_context(path: Sequence[PathNode]) -> list[Message]:
     out: list[Message] = []
     for node in nodes:
         role: Role = node.role  # type: ignore[assignment]
-        kept: list[ContentBlock] = [
-            b for b in node.content if not isinstance(b, ToolResultBlock)
-        ]
+        kept: list[ContentBlock] = [b for b in node.content if not isinstance(b, ToolResultBlock)]
         if kept:
             out.append(Message(role=role, content=kept))
         calls = [b for b in kept if isinstance(b, ToolCallBlock)] if role == "assistant" else []

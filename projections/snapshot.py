@@ -89,8 +89,10 @@ def session_snapshot(  # noqa: C901, PLR0912
             case NodeAppended(node=node):
                 if first_prompt is None and node.role == "user" and node.node_type == "message":
                     first_prompt = text_of(node.content)
-                if node.role == "assistant" and node.node_type == "message" and (
-                    root_agent is None or node.agent_id == root_agent
+                if (
+                    node.role == "assistant"
+                    and node.node_type == "message"
+                    and (root_agent is None or node.agent_id == root_agent)
                 ):
                     last_reply = text_of(node.content) or last_reply
             case RunStarted():

@@ -62,7 +62,8 @@ class Timeline:
         """Return the events matching every given filter, in seq order."""
         start = bisect.bisect_right(self._seqs, after_seq)
         return [
-            e for e in self._events[start:]
+            e
+            for e in self._events[start:]
             if (run_id is None or e.run_id == run_id)
             and (agent_id is None or e.agent_id == agent_id)
             and (event_types is None or e.event_type in event_types)

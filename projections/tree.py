@@ -71,8 +71,9 @@ class NodeTree:
         node_id = node.node_id
         entries = self._entries
         if node_id in entries:
-            self._problem(f"duplicate node id {node_id!r} (first at node_seq "
-                          f"{entries[node_id][1]})")
+            self._problem(
+                f"duplicate node id {node_id!r} (first at node_seq {entries[node_id][1]})"
+            )
             return  # the store refuses the second insert: the first node stays
         parent = node.parent_id
         if parent is not None and parent not in entries:
@@ -141,10 +142,17 @@ class NodeTree:
                 raise IntegrityError(f"node {r.node_id!r} has a dangling parent {r.parent_id!r}")
         _check_acyclic(parent_of)
         for r in ordered:
-            node = Node(node_id=r.node_id, parent_id=r.parent_id, agent_id=r.agent_id,
-                        run_id=r.run_id, role=r.role,  # type: ignore[arg-type]
-                        node_type=r.node_type,  # type: ignore[arg-type]
-                        content=r.content, metadata=r.metadata, token_count=r.token_count)
+            node = Node(
+                node_id=r.node_id,
+                parent_id=r.parent_id,
+                agent_id=r.agent_id,
+                run_id=r.run_id,
+                role=r.role,  # type: ignore[arg-type]
+                node_type=r.node_type,  # type: ignore[arg-type]
+                content=r.content,
+                metadata=r.metadata,
+                token_count=r.token_count,
+            )
             tree._entries[r.node_id] = (node, r.node_seq, r.created_at)
             tree._children.setdefault(r.parent_id, []).append(r.node_id)
         if active_node_id is not None:
@@ -204,10 +212,7 @@ class NodeTree:
 
     def branch_points(self) -> list[str]:
         """Return the ids of nodes with two or more children, in node_seq order."""
-        return [
-            nid for nid in self._entries
-            if len(self._children.get(nid, ())) > 1
-        ]
+        return [nid for nid in self._entries if len(self._children.get(nid, ())) > 1]
 
     def leaves(self) -> list[str]:
         """Return the tip of every branch (nodes without children), in node_seq order."""

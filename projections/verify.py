@@ -53,11 +53,16 @@ class ProjectionCheck(msgspec.Struct, frozen=True, kw_only=True):
 
     def lines(self) -> list[str]:
         """Return the report as human-readable lines."""
-        head = (f"session {self.session_id}: {self.events} events, "
-                f"{len(self.differences)} differences, "
-                f"{len(self.integrity_errors)} integrity errors")
-        return ([head] + [f"integrity: {p}" for p in self.integrity_errors]
-                + [str(d) for d in self.differences])
+        head = (
+            f"session {self.session_id}: {self.events} events, "
+            f"{len(self.differences)} differences, "
+            f"{len(self.integrity_errors)} integrity errors"
+        )
+        return (
+            [head]
+            + [f"integrity: {p}" for p in self.integrity_errors]
+            + [str(d) for d in self.differences]
+        )
 
 
 # Row fields that the store keeps as JSON text: reported under the SQL column name.
@@ -80,21 +85,41 @@ def diff_rows(
     for key, row in want.items():
         other = have.get(key)
         if other is None:
-            out.append(Difference(table=table, key=key, column=None,
-                                  expected=msgspec.to_builtins(row), actual=None))
+            out.append(
+                Difference(
+                    table=table,
+                    key=key,
+                    column=None,
+                    expected=msgspec.to_builtins(row),
+                    actual=None,
+                )
+            )
             continue
         if row == other:
             continue
         for field in row.__struct_fields__:
             a, b = getattr(row, field), getattr(other, field)
             if a != b:
-                out.append(Difference(table=table, key=key, column=_COLUMN.get(field, field),
-                                      expected=msgspec.to_builtins(a),
-                                      actual=msgspec.to_builtins(b)))
+                out.append(
+                    Difference(
+                        table=table,
+                        key=key,
+                        column=_COLUMN.get(field, field),
+                        expected=msgspec.to_builtins(a),
+                        actual=msgspec.to_builtins(b),
+                    )
+                )
     for key, row in have.items():
         if key not in want:
-            out.append(Difference(table=table, key=key, column=None, expected=None,
-                                  actual=msgspec.to_builtins(row)))
+            out.append(
+                Difference(
+                    table=table,
+                    key=key,
+                    column=None,
+                    expected=None,
+                    actual=msgspec.to_builtins(row),
+                )
+            )
     return out
 
 
@@ -113,8 +138,15 @@ def verify(store: EventStore, session_id: str) -> ProjectionCheck:
     expected_session = state.session
     actual_session = store.read_session(session_id)
     if expected_session is None:
-        diffs.append(Difference(table="sessions", key=session_id, column=None, expected=None,
-                                actual=msgspec.to_builtins(actual_session)))
+        diffs.append(
+            Difference(
+                table="sessions",
+                key=session_id,
+                column=None,
+                expected=None,
+                actual=msgspec.to_builtins(actual_session),
+            )
+        )
     else:
         diffs += diff_rows("sessions", "session_id", [expected_session], [actual_session])
     try:
@@ -124,7 +156,12 @@ def verify(store: EventStore, session_id: str) -> ProjectionCheck:
     diffs += diff_rows(f"nodes_{session_id}", "node_id", state.node_rows(), stored_nodes)
     diffs += diff_rows("agents", "agent_id", state.agent_rows(), store.read_agents(session_id))
     diffs += diff_rows("runs", "run_id", state.run_rows(), store.read_runs(session_id))
-    diffs += diff_rows("artifacts", "artifact_id", state.artifact_rows(),
-                       store.read_artifacts(session_id))
-    return ProjectionCheck(session_id=session_id, events=state.events, differences=diffs,
-                           integrity_errors=list(state.tree.problems))
+    diffs += diff_rows(
+        "artifacts", "artifact_id", state.artifact_rows(), store.read_artifacts(session_id)
+    )
+    return ProjectionCheck(
+        session_id=session_id,
+        events=state.events,
+        differences=diffs,
+        integrity_errors=list(state.tree.problems),
+    )

@@ -80,8 +80,9 @@ def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
     """Return any JSON value (dicts with str keys, lists, scalars)."""
     return st.recursive(
         json_scalars,
-        lambda children: st.lists(children, max_size=4)
-        | st.dictionaries(short_texts, children, max_size=4),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(short_texts, children, max_size=4)
+        ),
         max_leaves=max_leaves,
     )
 
@@ -142,7 +143,9 @@ def messages() -> st.SearchStrategy[Message]:
 
 def context_refs() -> st.SearchStrategy[ContextRef]:
     return st.builds(
-        ContextRef, kind=st.sampled_from(["file", "thread", "summary", "artifact"]), uri=texts,
+        ContextRef,
+        kind=st.sampled_from(["file", "thread", "summary", "artifact"]),
+        uri=texts,
         label=st.none() | texts,
     )
 
@@ -361,9 +364,7 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "handoff_sent": st.builds(ev.HandoffSent, packet=handoff_packets()),
     "worker_result_received": st.builds(ev.WorkerResultReceived, result=worker_results()),
-    "worker_failed": st.builds(
-        ev.WorkerFailed, task_id=ids, error_type=short_texts, message=texts
-    ),
+    "worker_failed": st.builds(ev.WorkerFailed, task_id=ids, error_type=short_texts, message=texts),
     "plan_rejected": st.builds(ev.PlanRejected, error=texts, fallback=texts),
     "artifact_created": st.builds(
         ev.ArtifactCreated,

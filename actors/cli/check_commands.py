@@ -25,12 +25,15 @@ from actors.runtime.verify import VerifyReport
 
 
 @app.command()
-def replay(session: SessionArg, home: Home = None, project: Project = None,
-           as_json: Json = False) -> None:
+def replay(
+    session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
+) -> None:
     """Re-execute the session against its recording: exit 0 identical, 1 diverged."""
     where = where_from(home, project)
-    with open_session(where, session) as (rt, row), \
-            render.progress_bar(stderr_is_tty() and not as_json, "replaying runs") as progress:
+    with (
+        open_session(where, session) as (rt, row),
+        render.progress_bar(stderr_is_tty() and not as_json, "replaying runs") as progress,
+    ):
         report = rt.replay(row.session_id, progress=progress)
     if as_json:
         print_json(report.to_json())

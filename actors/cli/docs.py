@@ -27,9 +27,17 @@ def tasks_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     return {
         "session_id": sid,
         "tasks": [
-            {"id": t.task_id, "status": t.status, "deps": list(t.deps), "title": t.title,
-             "owner": t.owner, "result_summary": t.result_summary, "wal": w.name}
-            for w, tasks in wals for t in tasks
+            {
+                "id": t.task_id,
+                "status": t.status,
+                "deps": list(t.deps),
+                "title": t.title,
+                "owner": t.owner,
+                "result_summary": t.result_summary,
+                "wal": w.name,
+            }
+            for w, tasks in wals
+            for t in tasks
         ],
         "wal": None if current is None else msgspec.to_builtins(current),
         "wals": [msgspec.to_builtins(w) for w, _ in wals],
@@ -58,8 +66,14 @@ def tree_doc(
         }
         for n in tree.rows()
     ]
-    return {"session_id": sid, "active_node_id": tree.active_node_id, "active_path": active,
-            "roots": tree.roots(), "branch_points": tree.branch_points(), "nodes": nodes}
+    return {
+        "session_id": sid,
+        "active_node_id": tree.active_node_id,
+        "active_path": active,
+        "roots": tree.roots(),
+        "branch_points": tree.branch_points(),
+        "nodes": nodes,
+    }
 
 
 def event_row(e: StoredEvent) -> dict[str, Any]:
@@ -77,4 +91,3 @@ def event_row(e: StoredEvent) -> dict[str, Any]:
         "created_at": e.created_at,
         "payload": msgspec.to_builtins(e.event),
     }
-

@@ -58,4 +58,3 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return result if isinstance(result, int) else 0
-

@@ -100,8 +100,6 @@ def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, Sessi
         rt.close()
 
 
-
-
 def resolve_run(rt: Runtime, sid: str, run: str) -> str:
     """Accept a full run id or one relative to the session (``brain:r1``).
 

@@ -70,4 +70,3 @@ def on_interrupt(signum: int, frame: FrameType | None) -> None:
         sys.stdout.flush()
     os.write(2, b"error: interrupted; a session left mid-run finishes with: clew resume SESSION\n")
     os._exit(130)
-

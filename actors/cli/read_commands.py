@@ -51,8 +51,12 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
         finally:
             rt.close()
     if as_json:
-        print_json([{**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
-               for i in infos])
+        print_json(
+            [
+                {**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
+                for i in infos
+            ]
+        )
         return
     render.make_console().print(render.sessions_table(infos, scenarios))
 
@@ -61,15 +65,18 @@ def print_tree(rt: Runtime, sid: str) -> None:
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
     out = render.make_console()
-    out.print(f"node tree of {sid} ({len(tree)} nodes; [bold green]▶[/bold green] active path,"
-              " [yellow]⑂[/yellow] branch)")
+    out.print(
+        f"node tree of {sid} ({len(tree)} nodes; [bold green]▶[/bold green] active path,"
+        " [yellow]⑂[/yellow] branch)"
+    )
     for t in render.node_trees(tree, sid):
         out.print(t)
 
 
 @app.command()
-def show(session: SessionArg, home: Home = None, project: Project = None,
-         as_json: Json = False) -> None:
+def show(
+    session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
+) -> None:
     """Show the node tree: every root, branches visible, the active path highlighted."""
     where = where_from(home, project)
     with open_session(where, session) as (rt, row):
@@ -84,11 +91,13 @@ def show(session: SessionArg, home: Home = None, project: Project = None,
 @app.command()
 def timeline(
     session: SessionArg,
-    run_id: Annotated[str | None, typer.Option("--run", metavar="RUN",
-                                               help="only this run (full id or brain:r1)")] = None,
-    types: Annotated[list[str] | None, typer.Option("--type", metavar="TYPE",
-                                                    help="only this event type (repeatable)")
-                     ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run", metavar="RUN", help="only this run (full id or brain:r1)")
+    ] = None,
+    types: Annotated[
+        list[str] | None,
+        typer.Option("--type", metavar="TYPE", help="only this event type (repeatable)"),
+    ] = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
@@ -104,7 +113,8 @@ def timeline(
         run = resolve_run(rt, sid, run_id) if run_id is not None else None
         wanted = set(types) if types else None
         events = [
-            e for e in rt.store.iter_events(sid)
+            e
+            for e in rt.store.iter_events(sid)
             if (run is None or e.run_id == run) and (wanted is None or e.event_type in wanted)
         ]
     if as_json:
@@ -122,13 +132,15 @@ def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
             out.print(render.tasks_table(sid, w, tasks))
         out.print(render.wal_line(w))
     if not any(w.exists for w, _ in wals) and Path(row.cwd) != where.project:
-        out.print(f"no Task WAL under {where.project}; this session was created with"
-                  f" --project {row.cwd}")
+        out.print(
+            f"no Task WAL under {where.project}; this session was created with --project {row.cwd}"
+        )
 
 
 @app.command()
-def tasks(session: SessionArg, home: Home = None, project: Project = None,
-          as_json: Json = False) -> None:
+def tasks(
+    session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
+) -> None:
     """Show the session's task DAG and the status of its Task WAL (read-only)."""
     where = where_from(home, project)
     with open_session(where, session) as (rt, row):
@@ -152,8 +164,9 @@ def switch_node(
         sid = row.session_id
         target = resolve_node(rt, sid, node)
         # Refused here, before the runtime takes (and writes) the session's owner lock.
-        check_switch_target(NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id),
-                            target)
+        check_switch_target(
+            NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id), target
+        )
         previous = rt.switch_node(sid, target)
     if as_json:
         print_json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
@@ -171,4 +184,3 @@ def export(session: SessionArg, home: Home = None, project: Project = None) -> N
         for e in rt.store.iter_events(row.session_id):
             write(encode(event_row(e)).decode() + "\n")
     sys.stdout.flush()
-

@@ -25,6 +25,7 @@ from actors.cli.read_commands import print_tasks, print_tree
 from actors.cli.recipes import ModelRecipe, build_model, check_reachable, models_for_resume
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
+from actors.orchestration.main_run import RunOutcome
 from eventlog.errors import ReplayDivergence
 from eventlog.events import ModelFailed
 
@@ -62,8 +63,9 @@ def demo(
         print_tree(rt, session.id)
         print_tasks(rt, where, session.id, rt.store.read_session(session.id))
         out.print(f"replay check: {report.summary()}")
-        out.print(f"next: clew show {session.id} · clew timeline {session.id}"
-                  f" · clew replay {session.id}")
+        out.print(
+            f"next: clew show {session.id} · clew timeline {session.id} · clew replay {session.id}"
+        )
     finally:
         rt.close()
     exit_with(0 if ok else 1)
@@ -72,12 +74,23 @@ def demo(
 @app.command()
 def run(
     prompt: Annotated[str, typer.Argument(help="the user request")],
-    model: Annotated[str, typer.Option("--model", metavar="SPEC",
-                                       help="scripted:PATH, openai:<model> or anthropic:<model>")],
-    fallback: Annotated[list[str] | None, typer.Option(
-        "--fallback", metavar="SPEC", help="a fallback model (repeatable, tried in order)")] = None,
-    base_url: Annotated[str | None, typer.Option(
-        "--base-url", metavar="URL", help="provider base URL (else OPENAI_/ANTHROPIC_BASE_URL)")
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", metavar="SPEC", help="scripted:PATH, openai:<model> or anthropic:<model>"
+        ),
+    ],
+    fallback: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fallback", metavar="SPEC", help="a fallback model (repeatable, tried in order)"
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", metavar="URL", help="provider base URL (else OPENAI_/ANTHROPIC_BASE_URL)"
+        ),
     ] = None,
     home: Home = None,
     project: Project = None,
@@ -106,6 +119,11 @@ def run(
             close = getattr(m, "close", None)
             if close is not None:
                 close()
+    _report(outcome, gave_up=gave_up, as_json=as_json)
+
+
+def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
+    """Print a run's outcome; exit 1 if it failed (2 if no model could be used at all)."""
     if as_json:
         print_json(msgspec.to_builtins(outcome))
     elif outcome.status == "completed":
@@ -125,10 +143,15 @@ def run(
 @app.command()
 def resume(
     session: SessionArg,
-    slow: Annotated[int | None, typer.Option(metavar="MS", min=0,
-                                             help="delay per scripted model call")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", metavar="SPEC", help="override the model the session was created with")] = None,
+    slow: Annotated[
+        int | None, typer.Option(metavar="MS", min=0, help="delay per scripted model call")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", metavar="SPEC", help="override the model the session was created with"
+        ),
+    ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
     home: Home = None,
     project: Project = None,
@@ -143,8 +166,12 @@ def resume(
                 raise SessionBusy(f"session {sid} is in use by another process")
             raise UsageError(f"session {sid} has no interrupted run; nothing to resume")
         models, tools = models_for_resume(
-            row, env=os.environ, project_dir=where.project, slow_ms=slow,
-            override=[model] if model else [], base_url=base_url,
+            row,
+            env=os.environ,
+            project_dir=where.project,
+            slow_ms=slow,
+            override=[model] if model else [],
+            base_url=base_url,
         )
         try:
             outcome = rt.resume(sid, model=models, tools=tools)
@@ -156,4 +183,3 @@ def resume(
         print(f"session {sid}: {outcome.status}")
         print(outcome.answer or outcome.error or outcome.question or "")
     exit_with(0 if outcome.status in ("completed", "needs_clarification") else 1)
-

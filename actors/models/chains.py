@@ -18,4 +18,3 @@ def model_chains(model: ModelArg) -> dict[str, list[Model]]:
     if isinstance(model, Sequence):
         return {"default": list(model)}
     return {"default": [model]}
-

@@ -80,9 +80,9 @@ class Brain(pykka.ThreadingActor):
 
     def _failed(self, run: MainRun, e: Exception) -> RunOutcome:
         """Record the run's failure (its agent failed, ``run_ended(failed)``); return it."""
-        log.bind(
-            session_id=self._env.session_id, agent_id=self.agent_id, run_id=run.run_id
-        ).error("brain_run_failed", error=str(e))
+        log.bind(session_id=self._env.session_id, agent_id=self.agent_id, run_id=run.run_id).error(
+            "brain_run_failed", error=str(e)
+        )
         run.pool.drain()
         tip = run.conv.tip if run.conv else None
         run.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="failed"))

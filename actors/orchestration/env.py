@@ -61,4 +61,3 @@ class SessionEnv:
         if not chain:
             raise UsageError(f"no model configured for role {role!r} and no default model")
         return chain
-

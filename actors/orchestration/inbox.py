@@ -17,7 +17,6 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     replay_stopped: bool = False
 
 
-
 class ResultInbox:
     """Where workers deliver results; the Brain takes them in arrival or recorded order."""
 
@@ -45,4 +44,3 @@ class ResultInbox:
                         return d
                 if not self._cond.wait(timeout):
                     raise TimeoutError(f"no worker result for {task_id or 'any task'}")
-

@@ -280,5 +280,3 @@ def agent_loop(
         results: list[ContentBlock] = [run_tool(env, conv.rec, tools, c) for c in calls]
         conv.append("tool", results)
     return LoopResult(content, max_turns, usage, "max_turns", conv.tip)
-
-

@@ -75,9 +75,7 @@ class MainRun:
         self.inputs = inputs
         self.parent_node_id = parent_node_id
         self.conv: Conversation | None = None
-        self.pool = WorkerPool(
-            env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt
-        )
+        self.pool = WorkerPool(env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt)
         # Keyed by worker agent id: that is the task_id a WorkerResult carries.
         self.roles: dict[str, str] = {}
 

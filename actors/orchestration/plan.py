@@ -208,5 +208,3 @@ def normalise_worker_reply(handoff: HandoffPacket, content: list[ContentBlock]) 
         next_questions=reply.next_questions,
         verdict=reply.verdict,
     )
-
-

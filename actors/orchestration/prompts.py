@@ -80,4 +80,3 @@ def summaries_block(results: list[WorkerResult], roles: dict[str, str]) -> str:
             line += f" | open questions: {'; '.join(r.next_questions)}"
         lines.append(line)
     return "\n".join(lines)
-

@@ -42,4 +42,3 @@ def diff_values(expected: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     if expected != actual:
         return [FieldDiff(path=path or "(value)", expected=expected, actual=actual)]
     return []
-

@@ -47,4 +47,3 @@ class ReplayLog:
 def is_replay_stop(e: BaseException) -> bool:
     """True for the exceptions that end a re-executed run on purpose."""
     return isinstance(e, Divergence | EndOfRecording)
-

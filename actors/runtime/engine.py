@@ -111,9 +111,7 @@ class Engine:
     def interrupted_runs(self, session_id: str) -> list[str]:
         """Runs the store says are running/pending while no live process owns the session."""
         sid = validate_session_id(session_id)
-        open_runs = [
-            r.run_id for r in self.store.read_runs(sid) if r.status in OPEN_RUN_STATUSES
-        ]
+        open_runs = [r.run_id for r in self.store.read_runs(sid) if r.status in OPEN_RUN_STATUSES]
         if not open_runs or self.is_owned(sid):
             return []
         return open_runs
@@ -153,4 +151,3 @@ class Engine:
 def model_names(models: dict[str, list[Model]]) -> dict[str, list[str]]:
     """Return the model chain names by role, as a run records them."""
     return {role: [m.name for m in chain] for role, chain in models.items()}
-

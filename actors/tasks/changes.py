@@ -88,4 +88,3 @@ def to_event(dag: TaskDag, change: TaskChange) -> TaskEvent:
         case RemoveTask(task_id=tid):
             return TaskRemoved(task_id=tid)
     raise TypeError(f"not a task change: {change!r}")  # pragma: no cover
-

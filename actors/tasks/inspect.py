@@ -43,8 +43,14 @@ def inspect_wals(
             result = replay_wal(path, repair=False)
             dag = TaskDag.rebuild(r.event for r in result.records)
         except (TaskWalError, TaskGraphError) as e:
-            out.append((TaskWalReport(name=name, path=str(path), exists=True, available=False,
-                                  error=str(e)), []))
+            out.append(
+                (
+                    TaskWalReport(
+                        name=name, path=str(path), exists=True, available=False, error=str(e)
+                    ),
+                    [],
+                )
+            )
             continue
         status = TaskWalReport(
             name=name,
@@ -56,4 +62,3 @@ def inspect_wals(
         )
         out.append((status, dag.tasks()))
     return out
-

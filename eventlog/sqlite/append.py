@@ -311,8 +311,19 @@ class BatchAppend:
         node_id = _node_id(event) if has_node else None
         tool_call_id = _tool_call_id(event) if has_tool else None
         created_at = req.created_at
-        row = (ev_id, seq, run_seq, req.agent_id, run_id, level, etype, node_id,
-               tool_call_id, _encode(event).decode(), created_at)
+        row = (
+            ev_id,
+            seq,
+            run_seq,
+            req.agent_id,
+            run_id,
+            level,
+            etype,
+            node_id,
+            tool_call_id,
+            _encode(event).decode(),
+            created_at,
+        )
         if pending is None:
             conn.execute(self._insert_sql(sid), row)
         else:
@@ -320,12 +331,21 @@ class BatchAppend:
             if rows is None:
                 rows = pending[sid] = []
             rows.append(row)
-        return StoredEvent(ev_id, seq, run_seq, req.agent_id, run_id, level, etype, node_id,
-                           tool_call_id, created_at, event)
+        return StoredEvent(
+            ev_id,
+            seq,
+            run_seq,
+            req.agent_id,
+            run_id,
+            level,
+            etype,
+            node_id,
+            tool_call_id,
+            created_at,
+            event,
+        )
 
-    def _externalise_json(
-        self, sid: str, event: NodeAppended
-    ) -> tuple[NodeAppended, list[Event]]:
+    def _externalise_json(self, sid: str, event: NodeAppended) -> tuple[NodeAppended, list[Event]]:
         """Turn oversize JSON blocks into artifact files + refs (files fsynced first).
 
         The decision is :func:`eventlog.artifact_plan.plan_artifacts`, shared with the

@@ -76,7 +76,8 @@ class Counters:
         n = self.run_seq.get(key)
         if n is None:
             n = _scalar(
-                conn, f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?",
+                conn,
+                f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?",
                 (run_id,),
             )
         n += 1

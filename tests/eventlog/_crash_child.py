@@ -41,16 +41,29 @@ def _produce(writer: Writer, tag: str, p: int) -> None:
             i += 1
             if i % 2:
                 node_id = f"{tag}_p{p}_n{i}"
-                node = Node(node_id=node_id, parent_id=parent, agent_id=f"a{p}", run_id=run_id,
-                            role="user", content=[TextBlock(text="x" * 200)])
+                node = Node(
+                    node_id=node_id,
+                    parent_id=parent,
+                    agent_id=f"a{p}",
+                    run_id=run_id,
+                    role="user",
+                    content=[TextBlock(text="x" * 200)],
+                )
                 event: NodeAppended | TodoUpdated = NodeAppended(node=node, activate=True)
                 parent = node_id
             else:
                 event = TodoUpdated(todo_id=f"t{p}", status="running", note=str(i))
-            futures.append(writer.submit(AppendRequest(
-                session_id=SID, event=event, created_at=f"t{i}", agent_id=f"a{p}",
-                run_id=run_id,
-            )))
+            futures.append(
+                writer.submit(
+                    AppendRequest(
+                        session_id=SID,
+                        event=event,
+                        created_at=f"t{i}",
+                        agent_id=f"a{p}",
+                        run_id=run_id,
+                    )
+                )
+            )
         for f in futures:
             _report(f.get(timeout=60))
 
@@ -60,11 +73,13 @@ def main() -> None:
     store = SQLiteStore(db, durability="normal")
     writer = Writer(store)
     if not store.session_exists(SID):
-        writer.append(AppendRequest(
-            session_id=SID,
-            event=SessionCreated(session_id=SID, cwd="/", root_agent_id="a0"),
-            created_at="t0",
-        ))
+        writer.append(
+            AppendRequest(
+                session_id=SID,
+                event=SessionCreated(session_id=SID, cwd="/", root_agent_id="a0"),
+                created_at="t0",
+            )
+        )
     threads = [
         threading.Thread(target=_produce, args=(writer, tag, p), daemon=True)
         for p in range(PRODUCERS)

@@ -296,7 +296,9 @@ class StoreConformance:
         request = appended(node("n1", run_id="r1"))
         [stored] = append(session, request)
         assert ("r1#1", "node_appended", "n1") == (
-            stored.event_id, stored.event_type, stored.node_id,
+            stored.event_id,
+            stored.event_type,
+            stored.node_id,
         )
         expected = NodeRow(
             node_id="n1",
@@ -402,12 +404,23 @@ class StoreConformance:
     # --- agents, runs, artifacts -------------------------------------------------------------
 
     def test_agent_created_and_status_changes_are_materialised(self, session: EventStore) -> None:
-        first = req(AgentCreated(agent_id="a2", agent_type="sub", parent_agent_id="a1",
-                                 created_by_run_id="r1", role="coder", purpose="worker"))
+        first = req(
+            AgentCreated(
+                agent_id="a2",
+                agent_type="sub",
+                parent_agent_id="a1",
+                created_by_run_id="r1",
+                role="coder",
+                purpose="worker",
+            )
+        )
         append(session, first)
         [agent] = session.read_agents(SID)
         assert ("a2", "sub", "idle", "a1", "r1") == (
-            agent.agent_id, agent.agent_type, agent.status, agent.parent_agent_id,
+            agent.agent_id,
+            agent.agent_type,
+            agent.status,
+            agent.parent_agent_id,
             agent.created_by_run_id,
         )
         assert {"role": "coder", "purpose": "worker"} == agent.metadata
@@ -415,52 +428,91 @@ class StoreConformance:
         append(session, req(AgentStatusChanged(agent_id="a2", status="running")), last)
         [agent] = session.read_agents(SID)
         assert ("completed", {"ok": True}, first.created_at, last.created_at) == (
-            agent.status, agent.result, agent.created_at, agent.updated_at,
+            agent.status,
+            agent.result,
+            agent.created_at,
+            agent.updated_at,
         )
 
     def test_run_started_and_run_ended_are_materialised(self, session: EventStore) -> None:
-        append(session, req(RunStarted(run_id="r1", agent_id="a1", phase="route",
-                                       start_node_id="n1"), run_id="r1"))
+        append(
+            session,
+            req(
+                RunStarted(run_id="r1", agent_id="a1", phase="route", start_node_id="n1"),
+                run_id="r1",
+            ),
+        )
         [run] = session.read_runs(SID)
         assert ("r1", "a1", "running", "n1", None) == (
-            run.run_id, run.agent_id, run.status, run.start_node_id, run.end_reason,
+            run.run_id,
+            run.agent_id,
+            run.status,
+            run.start_node_id,
+            run.end_reason,
         )
         assert "route" == run.metadata["phase"]
-        ended = RunEnded(run_id="r1", status="failed", end_reason="max_turns", end_node_id="n9",
-                         turn_count=4, usage=Usage(input_tokens=7), error={"why": "x"})
+        ended = RunEnded(
+            run_id="r1",
+            status="failed",
+            end_reason="max_turns",
+            end_node_id="n9",
+            turn_count=4,
+            usage=Usage(input_tokens=7),
+            error={"why": "x"},
+        )
         append(session, req(ended, run_id="r1"))
         [run] = session.read_runs(SID)
         assert ("failed", "max_turns", "n9", 4, {"why": "x"}) == (
-            run.status, run.end_reason, run.end_node_id, run.turn_count, run.error,
+            run.status,
+            run.end_reason,
+            run.end_node_id,
+            run.turn_count,
+            run.error,
         )
         assert msgspec.to_builtins(Usage(input_tokens=7)) == run.usage
 
     def test_artifact_created_is_materialised(self, session: EventStore) -> None:
-        event = ArtifactCreated(artifact_id="art_1", path=f"{SID}/x.json", filename="x.json",
-                                size_bytes=3, sha256="ab", summary="s", tool_call_id="c1")
+        event = ArtifactCreated(
+            artifact_id="art_1",
+            path=f"{SID}/x.json",
+            filename="x.json",
+            size_bytes=3,
+            sha256="ab",
+            summary="s",
+            tool_call_id="c1",
+        )
         append(session, req(event, run_id="r1"))
         [row] = session.read_artifacts(SID)
         assert ("art_1", SID, "r1", "c1", f"{SID}/x.json", 3, "s") == (
-            row.artifact_id, row.session_id, row.run_id, row.tool_call_id, row.path,
-            row.size_bytes, row.summary,
+            row.artifact_id,
+            row.session_id,
+            row.run_id,
+            row.tool_call_id,
+            row.path,
+            row.size_bytes,
+            row.summary,
         )
 
     def test_materialised_rows_belong_to_their_session_only(self, session: EventStore) -> None:
-        append(session, created(OTHER),
-               req(AgentCreated(agent_id="a9", agent_type="main"), OTHER))
+        append(session, created(OTHER), req(AgentCreated(agent_id="a9", agent_type="main"), OTHER))
         assert [] == session.read_agents(SID)
         assert ["a9"] == [a.agent_id for a in session.read_agents(OTHER)]
 
     def test_an_event_naming_another_sessions_agent_or_run_leaves_that_row_alone(
         self, session: EventStore
     ) -> None:
-        append(session, created(OTHER),
-               req(AgentCreated(agent_id="a9", agent_type="main"), OTHER),
-               req(RunStarted(run_id="r9", agent_id="a9"), OTHER, run_id="r9"))
+        append(
+            session,
+            created(OTHER),
+            req(AgentCreated(agent_id="a9", agent_type="main"), OTHER),
+            req(RunStarted(run_id="r9", agent_id="a9"), OTHER, run_id="r9"),
+        )
         agents_before, runs_before = session.read_agents(OTHER), session.read_runs(OTHER)
-        append(session,
-               req(AgentStatusChanged(agent_id="a9", status="failed", result={"x": 1})),
-               req(RunEnded(run_id="r9", status="failed", end_reason="failed"), run_id="r9"))
+        append(
+            session,
+            req(AgentStatusChanged(agent_id="a9", status="failed", result={"x": 1})),
+            req(RunEnded(run_id="r9", status="failed", end_reason="failed"), run_id="r9"),
+        )
         assert agents_before == session.read_agents(OTHER)
         assert runs_before == session.read_runs(OTHER)
 
@@ -481,8 +533,13 @@ class StoreConformance:
         monkeypatch.setattr(os, "fsync", spy)
         big = {"rows": ["x" * 100] * 40}
         small = {"k": "v"}
-        n = Node(node_id="n1", parent_id=None, agent_id="a1", role="tool",
-                 content=[JsonBlock(data=big, summary="forty rows"), JsonBlock(data=small)])
+        n = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            role="tool",
+            content=[JsonBlock(data=big, summary="forty rows"), JsonBlock(data=small)],
+        )
         art, stored = append(store, appended(n))
         monkeypatch.undo()
 
@@ -492,7 +549,9 @@ class StoreConformance:
         data = encode(big)
         assert data == store.artifacts.read(art.event.path)
         assert (len(data), "forty rows", "n1") == (
-            art.event.size_bytes, art.event.summary, art.event.node_id,
+            art.event.size_bytes,
+            art.event.summary,
+            art.event.node_id,
         )
         expected_content = [
             ArtifactRefBlock(artifact_id=art.event.artifact_id, summary="forty rows"),
@@ -504,7 +563,10 @@ class StoreConformance:
         assert expected_content == stored.event.node.content  # type: ignore[union-attr]
         [row] = store.read_artifacts(SID)
         assert (art.event.artifact_id, art.event.path, len(data), "n1") == (
-            row.artifact_id, row.path, row.size_bytes, row.node_id,
+            row.artifact_id,
+            row.path,
+            row.size_bytes,
+            row.node_id,
         )
         # The bytes are fsynced (under the final name or a temporary one renamed onto it)
         # and so is the directory entry — all before append_batch returned.
@@ -520,8 +582,9 @@ class StoreConformance:
         data = {"k": "x" * 100}
         store = make_store(artifact_threshold=len(encode(data)))
         append(store, created())
-        n = Node(node_id="n1", parent_id=None, agent_id="a1", role="tool",
-                 content=[JsonBlock(data=data)])
+        n = Node(
+            node_id="n1", parent_id=None, agent_id="a1", role="tool", content=[JsonBlock(data=data)]
+        )
         [stored] = append(store, appended(n))
         assert [JsonBlock(data=data)] == stored.event.node.content  # type: ignore[union-attr]
         assert [] == store.read_artifacts(SID)
@@ -581,8 +644,12 @@ class StoreConformance:
             event=SessionCreated(session_id=bad, cwd="/", root_agent_id="a"),  # type: ignore[arg-type]
             created_at=at(),
         )
-        for request in (bad_created, AppendRequest(session_id=bad, event=TodoUpdated(
-                todo_id="t", status="ready"), created_at=at())):
+        for request in (
+            bad_created,
+            AppendRequest(
+                session_id=bad, event=TodoUpdated(todo_id="t", status="ready"), created_at=at()
+            ),
+        ):
             [result] = session.append_batch([request])
             assert isinstance(result, InvalidSessionId)
         assert before == (session.list_sessions(), session.read_events(SID))
@@ -632,8 +699,9 @@ class StoreConformance:
         self, make_store: StoreFactory
     ) -> None:
         first = make_store()
-        written = append(first, created(), appended(node("n1", run_id="r1")),
-                         todo("a", run_id="r1"))
+        written = append(
+            first, created(), appended(node("n1", run_id="r1")), todo("a", run_id="r1")
+        )
         first.close()
         second = make_store()
         assert written == second.read_events(SID)

@@ -44,8 +44,12 @@ def test_every_directory_created_for_an_artifact_is_fsynced_into_its_parent(
     assert (f"{SID}/", 8) == (rel[: len(SID) + 1], size)
     # home/ and artifacts/ and artifacts/<sid>/ are new: each one's entry lives in its parent.
     resolved = tmp_path.resolve()
-    expected = {str(resolved), str(resolved / "home"), str(resolved / "home" / "artifacts"),
-                str(resolved / "home" / "artifacts" / SID)}
+    expected = {
+        str(resolved),
+        str(resolved / "home"),
+        str(resolved / "home" / "artifacts"),
+        str(resolved / "home" / "artifacts" / SID),
+    }
     assert expected <= set(synced)
 
 

@@ -113,8 +113,15 @@ def test_registering_a_second_upcaster_for_the_same_version_is_refused() -> None
         ({"event_type": "token_usage", "schema_version": 0, "model": "m"}, "bad schema_version"),
         ({"event_type": "token_usage", "schema_version": "2", "model": "m"}, "bad schema_version"),
         ({"event_type": "run_ended", "run_id": "r"}, "invalid event payload"),
-        ({"event_type": "run_ended", "run_id": "r", "status": "exploded",
-          "end_reason": "completed"}, "invalid event payload"),
+        (
+            {
+                "event_type": "run_ended",
+                "run_id": "r",
+                "status": "exploded",
+                "end_reason": "completed",
+            },
+            "invalid event payload",
+        ),
     ],
 )
 def test_a_bad_payload_raises_decode_error(payload: dict[str, Any], message: str) -> None:

@@ -69,8 +69,12 @@ def test_every_golden_payload_decodes_to_its_event_type_at_the_current_version(
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in FILES if NAME.match(p.name) and p.name.endswith(
-        f".v{CURRENT_VERSIONS.get(p.name.split('.')[0], 0)}.json")],
+    [
+        p
+        for p in FILES
+        if NAME.match(p.name)
+        and p.name.endswith(f".v{CURRENT_VERSIONS.get(p.name.split('.')[0], 0)}.json")
+    ],
     ids=lambda p: p.name,
 )
 def test_a_current_version_golden_payload_decodes_without_losing_a_field(path: Path) -> None:

@@ -284,6 +284,11 @@ def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
     monkeypatch.undo()
     root = project.resolve()
     # .clew, .clew/tasks and .clew/tasks/sess_1 are new: a power loss must not drop them.
-    expected = {str(root), str(root / ".clew"), str(root / ".clew" / "tasks"),
-                str(root / ".clew" / "tasks" / "sess_1"), str(path.resolve())}
+    expected = {
+        str(root),
+        str(root / ".clew"),
+        str(root / ".clew" / "tasks"),
+        str(root / ".clew" / "tasks" / "sess_1"),
+        str(path.resolve()),
+    }
     assert expected <= set(synced)

@@ -228,8 +228,9 @@ def test_submitting_to_a_stopped_writer_raises_store_error(path: Path) -> None:
 
 
 def test_the_writer_keeps_a_bad_request_from_stopping_the_queue(writer: Writer) -> None:
-    bad = AppendRequest(session_id="../x", event=TodoUpdated(todo_id="t", status="ready"),
-                        created_at="t")
+    bad = AppendRequest(
+        session_id="../x", event=TodoUpdated(todo_id="t", status="ready"), created_at="t"
+    )
     future = writer.submit(bad)
     after = writer.submit(todo("after"))
     with pytest.raises(InvalidSessionId):
@@ -269,9 +270,11 @@ def test_a_node_appended_through_the_writer_is_on_the_active_path(tmp_path: Path
             created_at="t0",
         )
     )
-    n1 = Node(node_id="n1", parent_id=None, agent_id="a", role="user",
-              content=[TextBlock(text="hi")])
-    writer.append(AppendRequest(session_id=sid, event=NodeAppended(node=n1, activate=True),
-                                created_at="t1"))
+    n1 = Node(
+        node_id="n1", parent_id=None, agent_id="a", role="user", content=[TextBlock(text="hi")]
+    )
+    writer.append(
+        AppendRequest(session_id=sid, event=NodeAppended(node=n1, activate=True), created_at="t1")
+    )
     writer.stop()
     assert ["n1"] == [n.node_id for n in SQLiteStore(tmp_path / "s.sqlite").read_active_path(sid)]

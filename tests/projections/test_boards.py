@@ -18,22 +18,38 @@ from projections.boards import rebuild
 
 
 def stored(seq: int, event: Event, run_id: str | None = None) -> StoredEvent:
-    return StoredEvent(event_id=f"s#{seq}", seq=seq, run_seq=None, agent_id="main",
-                       run_id=run_id, level="info", event_type=event_type_of(event),
-                       node_id=None, tool_call_id=None, created_at=f"t{seq}", event=event)
+    return StoredEvent(
+        event_id=f"s#{seq}",
+        seq=seq,
+        run_seq=None,
+        agent_id="main",
+        run_id=run_id,
+        level="info",
+        event_type=event_type_of(event),
+        node_id=None,
+        tool_call_id=None,
+        created_at=f"t{seq}",
+        event=event,
+    )
 
 
 def history(*events: Event) -> list[StoredEvent]:
-    head: list[Event] = [SessionCreated(session_id="s1", cwd="/", root_agent_id="main"),
-                         AgentCreated(agent_id="main", agent_type="main", role="brain")]
+    head: list[Event] = [
+        SessionCreated(session_id="s1", cwd="/", root_agent_id="main"),
+        AgentCreated(agent_id="main", agent_type="main", role="brain"),
+    ]
     return [stored(i, e) for i, e in enumerate([*head, *events], start=1)]
 
 
 def test_a_running_run_is_interrupted_only_when_its_owner_is_not_alive() -> None:
-    boards = rebuild(history(RunStarted(run_id="r1", agent_id="main"),
-                             RunStarted(run_id="r2", agent_id="main"),
-                             RunStarted(run_id="r3", agent_id="main"),
-                             RunEnded(run_id="r3", status="completed", end_reason="completed")))
+    boards = rebuild(
+        history(
+            RunStarted(run_id="r1", agent_id="main"),
+            RunStarted(run_id="r2", agent_id="main"),
+            RunStarted(run_id="r3", agent_id="main"),
+            RunEnded(run_id="r3", status="completed", end_reason="completed"),
+        )
+    )
     assert ["r1", "r2"] == [r.run_id for r in boards.interrupted_runs(False)]
     assert [] == boards.interrupted_runs(True)
     assert ["r2"] == [r.run_id for r in boards.interrupted_runs({"r1"})]
@@ -44,10 +60,12 @@ def test_a_running_run_is_interrupted_only_when_its_owner_is_not_alive() -> None
 
 
 def test_a_status_change_without_a_result_keeps_the_previous_result() -> None:
-    boards = rebuild(history(
-        AgentStatusChanged(agent_id="main", status="running", result={"x": 1}),
-        AgentStatusChanged(agent_id="main", status="completed"),
-    ))
+    boards = rebuild(
+        history(
+            AgentStatusChanged(agent_id="main", status="running", result={"x": 1}),
+            AgentStatusChanged(agent_id="main", status="completed"),
+        )
+    )
     row = boards.agents["main"]
     assert ("completed", {"x": 1}, "t4") == (row.status, row.result, row.updated_at)
     assert {"role": "brain", "purpose": ""} == row.metadata
@@ -59,8 +77,12 @@ def test_the_first_artifact_created_wins_and_takes_its_envelope() -> None:
     events = history()
     events += [stored(3, a, run_id="r9"), stored(4, b)]
     row = rebuild(events).artifacts["art"]
-    assert ("p1", "r9", {"sha256": "aa"}, "t3") == (row.path, row.run_id, row.metadata,
-                                                   row.created_at)
+    assert ("p1", "r9", {"sha256": "aa"}, "t3") == (
+        row.path,
+        row.run_id,
+        row.metadata,
+        row.created_at,
+    )
 
 
 def test_the_session_row_tracks_archive_and_the_last_event_time() -> None:
@@ -71,13 +93,29 @@ def test_the_session_row_tracks_archive_and_the_last_event_time() -> None:
 
 
 def test_run_rows_hold_metadata_and_usage_like_the_store() -> None:
-    boards = rebuild(history(RunStarted(run_id="r1", agent_id="main", phase="route",
-                                        metadata={"k": 1}),
-                             RunEnded(run_id="r1", status="failed", end_reason="failed",
-                                      error={"message": "x"}, turn_count=2)))
+    boards = rebuild(
+        history(
+            RunStarted(run_id="r1", agent_id="main", phase="route", metadata={"k": 1}),
+            RunEnded(
+                run_id="r1",
+                status="failed",
+                end_reason="failed",
+                error={"message": "x"},
+                turn_count=2,
+            ),
+        )
+    )
     row = boards.runs["r1"]
     assert {"phase": "route", "attempt": 1, "rng_seed": 0, "k": 1} == row.metadata
-    assert {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-            "cache_write_tokens": 0} == row.usage
-    assert ("failed", "failed", 2, {"message": "x"}) == (row.status, row.end_reason,
-                                                         row.turn_count, row.error)
+    assert {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    } == row.usage
+    assert ("failed", "failed", 2, {"message": "x"}) == (
+        row.status,
+        row.end_reason,
+        row.turn_count,
+        row.error,
+    )

@@ -16,10 +16,17 @@ from projections.context import MISSING_RESULT_TEXT, build_context
 from projections.tree import rebuild
 
 
-def n(node_id: str, parent: str | None, role: str, *blocks: ContentBlock,
-      node_type: str = "message") -> Node:
-    return Node(node_id=node_id, parent_id=parent, agent_id="a", role=role,  # type: ignore[arg-type]
-                node_type=node_type, content=list(blocks))  # type: ignore[arg-type]
+def n(
+    node_id: str, parent: str | None, role: str, *blocks: ContentBlock, node_type: str = "message"
+) -> Node:
+    return Node(
+        node_id=node_id,
+        parent_id=parent,
+        agent_id="a",
+        role=role,  # type: ignore[arg-type]
+        node_type=node_type,
+        content=list(blocks),
+    )  # type: ignore[arg-type]
 
 
 def t(text: str) -> TextBlock:
@@ -35,8 +42,10 @@ CALL = ToolCallBlock(id="c1", name="read", arguments={"path": "a.py"})
 
 def test_each_node_on_the_path_becomes_a_message_with_its_role() -> None:
     path = [n("u1", None, "user", t("hello")), n("a1", "u1", "assistant", t("hi"))]
-    expected = [Message(role="user", content=[t("hello")]),
-                Message(role="assistant", content=[t("hi")])]
+    expected = [
+        Message(role="user", content=[t("hello")]),
+        Message(role="assistant", content=[t("hi")]),
+    ]
     assert expected == build_context(path)
 
 
@@ -47,8 +56,10 @@ def test_a_compaction_node_stands_in_for_everything_above_it() -> None:
         n("c1", "a1", "user", t("summary of the above"), node_type="compaction"),
         n("u2", "c1", "user", t("new question")),
     ]
-    expected = [Message(role="user", content=[t("summary of the above")]),
-                Message(role="user", content=[t("new question")])]
+    expected = [
+        Message(role="user", content=[t("summary of the above")]),
+        Message(role="user", content=[t("new question")]),
+    ]
     assert expected == build_context(path)
 
 
@@ -77,8 +88,11 @@ def test_an_unanswered_call_gets_an_error_result_and_an_orphan_result_is_dropped
     assert ["user", "assistant", "tool"] == [m.role for m in messages]
     [synthetic] = messages[2].content
     assert isinstance(synthetic, ToolResultBlock)
-    assert ("c1", True, [t(MISSING_RESULT_TEXT)]) == (synthetic.tool_call_id, synthetic.is_error,
-                                                     synthetic.content)
+    assert ("c1", True, [t(MISSING_RESULT_TEXT)]) == (
+        synthetic.tool_call_id,
+        synthetic.is_error,
+        synthetic.content,
+    )
 
 
 def test_artifact_refs_are_kept_as_refs_with_their_summary() -> None:
@@ -95,9 +109,19 @@ def test_sibling_branches_stay_out_of_the_context() -> None:
         n("u3", "a1", "user", t("branch two")),
     ]
     events = [
-        StoredEvent(event_id=f"e{i}", seq=i, run_seq=None, agent_id="a", run_id=None,
-                    level="info", event_type="node_appended", node_id=None, tool_call_id=None,
-                    created_at="t", event=NodeAppended(node=node, activate=True))
+        StoredEvent(
+            event_id=f"e{i}",
+            seq=i,
+            run_seq=None,
+            agent_id="a",
+            run_id=None,
+            level="info",
+            event_type="node_appended",
+            node_id=None,
+            tool_call_id=None,
+            created_at="t",
+            event=NodeAppended(node=node, activate=True),
+        )
         for i, node in enumerate(nodes, start=1)
     ]
     texts = [m.content[0] for m in build_context(rebuild(events).active_path())]

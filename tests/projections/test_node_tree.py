@@ -21,32 +21,57 @@ from projections.tree import (
 
 
 def node(node_id: str, parent: str | None, role: str = "user", node_type: str = "message") -> Node:
-    return Node(node_id=node_id, parent_id=parent, agent_id="a", role=role,  # type: ignore[arg-type]
-                node_type=node_type, content=[TextBlock(text=node_id)])  # type: ignore[arg-type]
+    return Node(
+        node_id=node_id,
+        parent_id=parent,
+        agent_id="a",
+        role=role,  # type: ignore[arg-type]
+        node_type=node_type,
+        content=[TextBlock(text=node_id)],
+    )  # type: ignore[arg-type]
 
 
 def stored(seq: int, event: Event) -> StoredEvent:
-    return StoredEvent(event_id=f"s#{seq}", seq=seq, run_seq=None, agent_id="a", run_id=None,
-                       level="info", event_type=event_type_of(event), node_id=None,
-                       tool_call_id=None, created_at=f"t{seq}", event=event)
+    return StoredEvent(
+        event_id=f"s#{seq}",
+        seq=seq,
+        run_seq=None,
+        agent_id="a",
+        run_id=None,
+        level="info",
+        event_type=event_type_of(event),
+        node_id=None,
+        tool_call_id=None,
+        created_at=f"t{seq}",
+        event=event,
+    )
 
 
 def events_of(*items: Node | str) -> list[StoredEvent]:
     """Nodes are appended and activated; a str is a switch to that node."""
     out = []
     for i, item in enumerate(items, start=1):
-        ev: Event = (ActiveNodeSwitched(from_node_id=None, to_node_id=item)
-                     if isinstance(item, str) else NodeAppended(node=item, activate=True))
+        ev: Event = (
+            ActiveNodeSwitched(from_node_id=None, to_node_id=item)
+            if isinstance(item, str)
+            else NodeAppended(node=item, activate=True)
+        )
         out.append(stored(i, ev))
     return out
 
 
 def branched_tree() -> NodeTree:
     # u1 → a1 → u2 → a2, and a second branch from a1: a1 → u3 → a3
-    return rebuild(events_of(
-        node("u1", None), node("a1", "u1", "assistant"), node("u2", "a1"),
-        node("a2", "u2", "assistant"), node("u3", "a1"), node("a3", "u3", "assistant"),
-    ))
+    return rebuild(
+        events_of(
+            node("u1", None),
+            node("a1", "u1", "assistant"),
+            node("u2", "a1"),
+            node("a2", "u2", "assistant"),
+            node("u3", "a1"),
+            node("a3", "u3", "assistant"),
+        )
+    )
 
 
 def test_active_path_runs_from_root_to_the_active_node_and_leaves_siblings_out() -> None:
@@ -101,17 +126,28 @@ def test_a_switch_to_an_unknown_node_is_an_integrity_error() -> None:
 
 
 def test_a_lenient_tree_collects_every_problem_and_keeps_the_history() -> None:
-    tree = rebuild(events_of(node("n1", None), node("n2", "ghost"), node("n1", None), "nowhere"),
-                   strict=False)
+    tree = rebuild(
+        events_of(node("n1", None), node("n2", "ghost"), node("n1", None), "nowhere"), strict=False
+    )
     assert 3 == len(tree.problems)
     assert ["n1", "n2"] == [r.node_id for r in tree.rows()]
     assert "nowhere" == tree.active_node_id
 
 
 def row(node_id: str, seq: int, parent: str | None) -> NodeRow:
-    return NodeRow(node_id=node_id, node_seq=seq, parent_id=parent, agent_id="a", run_id=None,
-                   role="user", node_type="message", content=[], metadata={},
-                   token_count=None, created_at="t")
+    return NodeRow(
+        node_id=node_id,
+        node_seq=seq,
+        parent_id=parent,
+        agent_id="a",
+        run_id=None,
+        role="user",
+        node_type="message",
+        content=[],
+        metadata={},
+        token_count=None,
+        created_at="t",
+    )
 
 
 def test_rows_forming_a_cycle_are_refused_naming_a_node_on_it() -> None:

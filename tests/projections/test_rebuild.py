@@ -1,6 +1,5 @@
 """``rebuild(all) == fold after each event``, and against a naive model of the tree."""
 
-
 from __future__ import annotations
 
 from _sequences import stored_histories

@@ -39,8 +39,9 @@ def only_ref(prompt: str, root: Path) -> FileReference | MissingReference | Sess
 
 def test_a_text_file_is_inlined_after_the_prompt_which_is_kept(project: Path) -> None:
     expanded = expand_references("look at @src/a.py please", project, no_sessions)
-    assert [FileReference(token="@src/a.py", path="src/a.py", text="print('hi')\n",
-                          size_bytes=12)] == expanded.references
+    assert [
+        FileReference(token="@src/a.py", path="src/a.py", text="print('hi')\n", size_bytes=12)
+    ] == expanded.references
     assert expanded.prompt.startswith("look at @src/a.py please\n\n[@src/a.py] file src/a.py")
     assert "print('hi')" in expanded.prompt
 
@@ -54,9 +55,9 @@ def test_a_file_of_exactly_64_kib_is_inlined(project: Path) -> None:
 
 def test_a_file_one_byte_over_64_kib_is_missing_with_the_reason(project: Path) -> None:
     (project / "big.txt").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
-    assert MissingReference(token="@big.txt", target="big.txt",
-                            reason="larger than 65536 bytes (65537 bytes)") == only_ref(
-        "@big.txt", project)
+    assert MissingReference(
+        token="@big.txt", target="big.txt", reason="larger than 65536 bytes (65537 bytes)"
+    ) == only_ref("@big.txt", project)
 
 
 def test_a_multibyte_file_at_the_limit_is_inlined_whole(project: Path) -> None:
@@ -81,7 +82,8 @@ def test_escapes_missing_files_and_directories_are_missing_references(
     project: Path, target: str, reason: str
 ) -> None:
     assert MissingReference(token=f"@{target}", target=target, reason=reason) == only_ref(
-        f"see @{target}", project)
+        f"see @{target}", project
+    )
 
 
 def test_a_symlink_out_of_the_project_is_refused(project: Path) -> None:
@@ -106,15 +108,18 @@ def test_binary_and_non_utf8_files_are_missing_references(project: Path) -> None
 
 
 def test_an_unknown_session_is_a_missing_reference() -> None:
-    assert MissingReference(token="@@sess_nope", target="sess_nope",
-                            reason="unknown session sess_nope") == only_ref(
-        "as in @@sess_nope", Path())
+    assert MissingReference(
+        token="@@sess_nope", target="sess_nope", reason="unknown session sess_nope"
+    ) == only_ref("as in @@sess_nope", Path())
 
 
 def test_markers_are_found_once_and_emails_are_not_markers() -> None:
     prompt = 'mail me@example.com, see @a.py. and @a.py, @"my file.txt" and (@@sess_1)'
-    assert [("@a.py", "file", "a.py"), ('@"my file.txt"', "file", "my file.txt"),
-            ("@@sess_1", "session", "sess_1")] == find_references(prompt)
+    assert [
+        ("@a.py", "file", "a.py"),
+        ('@"my file.txt"', "file", "my file.txt"),
+        ("@@sess_1", "session", "sess_1"),
+    ] == find_references(prompt)
 
 
 def test_a_prompt_without_markers_is_unchanged(project: Path) -> None:

@@ -62,34 +62,67 @@ def test_clipping_never_exceeds_the_limit_and_keeps_a_prefix(text: str, limit: i
 
 
 def stored(seq: int, event: Event) -> StoredEvent:
-    return StoredEvent(event_id=f"e{seq}", seq=seq, run_seq=None, agent_id="main", run_id=None,
-                       level="info", event_type=event_type_of(event), node_id=None,
-                       tool_call_id=None, created_at="t", event=event)
+    return StoredEvent(
+        event_id=f"e{seq}",
+        seq=seq,
+        run_seq=None,
+        agent_id="main",
+        run_id=None,
+        level="info",
+        event_type=event_type_of(event),
+        node_id=None,
+        tool_call_id=None,
+        created_at="t",
+        event=event,
+    )
 
 
 def session(prompt: str, summary: str, workers: int = 1) -> list[StoredEvent]:
     events: list[Event] = [
         SessionCreated(session_id="sess_old", cwd="/", root_agent_id="main"),
         RunStarted(run_id="r1", agent_id="main"),
-        NodeAppended(node=Node(node_id="n1", parent_id=None, agent_id="main", role="user",
-                               content=[TextBlock(text=prompt)])),
-        NodeAppended(node=Node(node_id="n2", parent_id="n1", agent_id="main", role="assistant",
-                               content=[TextBlock(text="private transcript text")])),
+        NodeAppended(
+            node=Node(
+                node_id="n1",
+                parent_id=None,
+                agent_id="main",
+                role="user",
+                content=[TextBlock(text=prompt)],
+            )
+        ),
+        NodeAppended(
+            node=Node(
+                node_id="n2",
+                parent_id="n1",
+                agent_id="main",
+                role="assistant",
+                content=[TextBlock(text="private transcript text")],
+            )
+        ),
     ]
-    events += [WorkerResultReceived(result=WorkerResult(handoff_id="h", task_id=f"t{i}",
-                                                        parent_id="r1", summary="found it"))
-               for i in range(workers)]
-    events += [WorkerFailed(task_id="t9", error_type="Timeout", message="too slow"),
-               RunEnded(run_id="r1", status="completed", end_reason="completed",
-                        outcome={"summary": summary})]
+    events += [
+        WorkerResultReceived(
+            result=WorkerResult(handoff_id="h", task_id=f"t{i}", parent_id="r1", summary="found it")
+        )
+        for i in range(workers)
+    ]
+    events += [
+        WorkerFailed(task_id="t9", error_type="Timeout", message="too slow"),
+        RunEnded(
+            run_id="r1", status="completed", end_reason="completed", outcome={"summary": summary}
+        ),
+    ]
     return [stored(i, e) for i, e in enumerate(events, start=1)]
 
 
 def test_a_snapshot_has_the_four_fields_and_no_transcript() -> None:
     snap = session_snapshot(session("fix the bug", "fixed it"))
-    assert ("fix the bug", "fixed it", ["t0 [completed]: found it"],
-            ["worker t9 failed: Timeout: too slow"]) == (
-        snap.first_prompt, snap.final_summary, snap.worker_summaries, snap.errors)
+    assert (
+        "fix the bug",
+        "fixed it",
+        ["t0 [completed]: found it"],
+        ["worker t9 failed: Timeout: too slow"],
+    ) == (snap.first_prompt, snap.final_summary, snap.worker_summaries, snap.errors)
     assert "private transcript text" not in format_snapshot(snap)
 
 

@@ -13,23 +13,36 @@ from projections.usage import Totals
 
 
 def stored(seq: int, event: Event, run_id: str | None = None, agent: str = "a") -> StoredEvent:
-    return StoredEvent(event_id=f"e{seq}", seq=seq, run_seq=None, agent_id=agent, run_id=run_id,
-                       level="info", event_type=event_type_of(event), node_id=None,
-                       tool_call_id=None, created_at="same time", event=event)
+    return StoredEvent(
+        event_id=f"e{seq}",
+        seq=seq,
+        run_seq=None,
+        agent_id=agent,
+        run_id=run_id,
+        level="info",
+        event_type=event_type_of(event),
+        node_id=None,
+        tool_call_id=None,
+        created_at="same time",
+        event=event,
+    )
 
 
 def tokens(model: str, role: str, phase: str, n: int) -> TokenUsage:
-    return TokenUsage(model=model, role=role, phase=phase,
-                      usage=Usage(input_tokens=n, output_tokens=1))
+    return TokenUsage(
+        model=model, role=role, phase=phase, usage=Usage(input_tokens=n, output_tokens=1)
+    )
 
 
 def test_usage_totals_group_by_model_role_phase_and_run() -> None:
-    totals = usage.rebuild([
-        stored(1, tokens("m1", "brain", "route", 10), run_id="r1"),
-        stored(2, tokens("m2", "worker", "work", 5), run_id="r2"),
-        stored(3, tokens("m1", "worker", "work", 1), run_id="r2"),
-        stored(4, ModelRequested(call_index=0, model="m1", request_hash="h")),
-    ])
+    totals = usage.rebuild(
+        [
+            stored(1, tokens("m1", "brain", "route", 10), run_id="r1"),
+            stored(2, tokens("m2", "worker", "work", 5), run_id="r2"),
+            stored(3, tokens("m1", "worker", "work", 1), run_id="r2"),
+            stored(4, ModelRequested(call_index=0, model="m1", request_hash="h")),
+        ]
+    )
     assert Totals(calls=3, input_tokens=16, output_tokens=3) == totals.total
     assert Totals(calls=2, input_tokens=11, output_tokens=2) == totals.by_model["m1"]
     assert Totals(calls=2, input_tokens=6, output_tokens=2) == totals.by_role["worker"]
@@ -66,11 +79,13 @@ def test_the_timeline_orders_by_seq_whatever_the_arrival_order(
 
 
 def test_the_timeline_filters_by_run_agent_type_and_seq() -> None:
-    tl = timeline.rebuild([
-        stored(1, tokens("m", "r", "p", 1), run_id="r1", agent="a"),
-        stored(2, ModelRequested(call_index=0, model="m", request_hash="h"), run_id="r1"),
-        stored(3, tokens("m", "r", "p", 1), run_id="r2", agent="b"),
-    ])
+    tl = timeline.rebuild(
+        [
+            stored(1, tokens("m", "r", "p", 1), run_id="r1", agent="a"),
+            stored(2, ModelRequested(call_index=0, model="m", request_hash="h"), run_id="r1"),
+            stored(3, tokens("m", "r", "p", 1), run_id="r2", agent="b"),
+        ]
+    )
     assert [1, 2] == [e.seq for e in tl.filter(run_id="r1")]
     assert [3] == [e.seq for e in tl.filter(agent_id="b")]
     assert [1, 3] == [e.seq for e in tl.filter(event_types={"token_usage"})]

@@ -98,10 +98,19 @@ def test_run_with_a_scripted_model_prints_the_answer_and_records_the_spec(
     empty: Where, tmp_path: Path
 ) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"rules": [
-        {"role": "router", "replies": [{"json": {"primary_role": "lead", "workers": []}}]},
-        {"role": "lead", "replies": [{"text": "Hello from the script."}]},
-    ]}))
+    script.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "role": "router",
+                        "replies": [{"json": {"primary_role": "lead", "workers": []}}],
+                    },
+                    {"role": "lead", "replies": [{"text": "Hello from the script."}]},
+                ]
+            }
+        )
+    )
     result = invoke(empty, "run", "Say hello", "--model", f"scripted:{script}")
     assert 0 == result.code, result.err
     assert "Hello from the script.\n" == result.out
@@ -114,8 +123,16 @@ def test_run_with_a_scripted_model_prints_the_answer_and_records_the_spec(
 
 def test_run_through_an_openai_compatible_server_completes_and_replays(empty: Where) -> None:
     with FakeServer() as server:
-        result = invoke(empty, "run", "hello there", "--model", "openai:test-model",
-                        "--base-url", server.url, "--json")
+        result = invoke(
+            empty,
+            "run",
+            "hello there",
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            server.url,
+            "--json",
+        )
     assert 0 == result.code, result.err
     outcome = result.json()
     assert "completed" == outcome["status"]
@@ -193,8 +210,18 @@ def test_show_draws_the_tree_with_the_active_node_highlighted(
 
 def test_timeline_filters_by_run_and_by_type(recorded: tuple[Where, str]) -> None:
     where, sid = recorded
-    doc = invoke(where, "timeline", sid, "--run", "brain:r1", "--type", "run_started",
-                 "--type", "run_ended", "--json").json()
+    doc = invoke(
+        where,
+        "timeline",
+        sid,
+        "--run",
+        "brain:r1",
+        "--type",
+        "run_started",
+        "--type",
+        "run_ended",
+        "--json",
+    ).json()
     assert [("run_started", 1), ("run_ended", 34)] == [
         (e["event_type"], e["run_seq"]) for e in doc["events"]
     ]
@@ -223,8 +250,10 @@ def test_tasks_reports_a_torn_wal_tail_without_touching_the_file(
     before = wal.read_bytes()
     result = invoke(where, "tasks", sid, "--json")
     assert 0 == result.code
-    assert (True, 17) == (result.json()["wal"]["truncated_tail"],
-                          result.json()["wal"]["truncated_bytes"])
+    assert (True, 17) == (
+        result.json()["wal"]["truncated_tail"],
+        result.json()["wal"]["truncated_bytes"],
+    )
     assert before == wal.read_bytes()
 
 
@@ -237,7 +266,8 @@ def test_export_prints_every_event_as_one_json_line(recorded: tuple[Where, str])
         set(rows[0])
     )
     assert ["session_created", "session_created"] == [
-        rows[0]["event_type"], rows[0]["payload"]["event_type"]
+        rows[0]["event_type"],
+        rows[0]["payload"]["event_type"],
     ]
 
 
@@ -261,8 +291,11 @@ def test_replay_of_a_changed_recording_reports_the_divergence_and_exits_1(
 ) -> None:
     where, sid = demo_copy
     # Today's code is fed another prompt than the one its first node recorded.
-    sql(where.home, f"UPDATE events_{sid} SET payload_json = replace(payload_json,"
-        " 'Plan a small', 'Plan a huge') WHERE event_type = 'run_started'")
+    sql(
+        where.home,
+        f"UPDATE events_{sid} SET payload_json = replace(payload_json,"
+        " 'Plan a small', 'Plan a huge') WHERE event_type = 'run_started'",
+    )
     result = invoke(where, "replay", sid, "--json")
     doc = result.json()
     assert (1, False) == (result.code, doc["identical"])
@@ -328,8 +361,11 @@ def test_switch_node_moves_the_active_node_and_show_follows(
     where, sid = demo_copy
     result = invoke(where, "switch-node", sid, "brain:r1:n2", "--json")
     assert 0 == result.code, result.err
-    assert {"session_id": sid, "from_node_id": f"{sid}:brain:r1:n4",
-            "to_node_id": f"{sid}:brain:r1:n2"} == result.json()
+    assert {
+        "session_id": sid,
+        "from_node_id": f"{sid}:brain:r1:n4",
+        "to_node_id": f"{sid}:brain:r1:n2",
+    } == result.json()
     doc = invoke(where, "show", sid, "--json").json()
     assert [f"{sid}:brain:r1:n1", f"{sid}:brain:r1:n2"] == doc["active_path"]
     assert 0 == invoke(where, "verify", sid).code
@@ -394,8 +430,11 @@ def test_an_unusable_home_project_or_fault_variable_is_one_line_and_exit_2(
         (Where(a_file, project), {}, "cannot open the clew home"),
         (Where(tmp_path / "home", a_file), {}, "is not a directory"),
         (Where(tmp_path / "home", tmp_path / "no_such_project"), {}, "is not a directory"),
-        (Where(tmp_path / "home", project), {"CLEW_FAULT_KILL_AFTER_EVENTS": "abc"},
-         "CLEW_FAULT_KILL_AFTER_EVENTS must be a positive integer, not 'abc'"),
+        (
+            Where(tmp_path / "home", project),
+            {"CLEW_FAULT_KILL_AFTER_EVENTS": "abc"},
+            "CLEW_FAULT_KILL_AFTER_EVENTS must be a positive integer, not 'abc'",
+        ),
     ]
     for where, env, fragment in cases:
         with monkeypatch.context() as m:
@@ -501,20 +540,38 @@ def test_a_killed_scripted_run_resumes_with_the_recorded_model_spec(
     empty: Where, tmp_path: Path
 ) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({"rules": [
-        {"role": "router", "replies": [{"json": {"primary_role": "lead", "workers": [
-            {"id": "w1", "role": "helper", "goal": "help"}]}}]},
-        {"role": "helper", "replies": [{"text": "helped"}]},
-        {"role": "lead", "replies": [{"text": "Done."}]},
-    ]}))
-    killed = run_process(empty, "run", "go", "--model", f"scripted:{script}",
-                         CLEW_FAULT_KILL_AFTER_EVENTS="12")
+    script.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "role": "router",
+                        "replies": [
+                            {
+                                "json": {
+                                    "primary_role": "lead",
+                                    "workers": [{"id": "w1", "role": "helper", "goal": "help"}],
+                                }
+                            }
+                        ],
+                    },
+                    {"role": "helper", "replies": [{"text": "helped"}]},
+                    {"role": "lead", "replies": [{"text": "Done."}]},
+                ]
+            }
+        )
+    )
+    killed = run_process(
+        empty, "run", "go", "--model", f"scripted:{script}", CLEW_FAULT_KILL_AFTER_EVENTS="12"
+    )
     assert -signal.SIGKILL == killed.code
     [info] = invoke(empty, "sessions", "--json").json()
     assert info["interrupted"]
     resumed = invoke(empty, "resume", info["session_id"], "--json")
     assert (0, "completed", "Done.") == (
-        resumed.code, resumed.json()["status"], resumed.json()["answer"]
+        resumed.code,
+        resumed.json()["status"],
+        resumed.json()["answer"],
     )
 
 
@@ -540,6 +597,17 @@ def test_the_readme_embedding_example_is_the_code_of_examples_embed_py() -> None
 def test_help_lists_every_command_of_the_contract() -> None:
     result = invoke(None, "--help")
     assert 0 == result.code
-    for command in ("demo", "run", "sessions", "show", "timeline", "tasks", "replay", "resume",
-                    "verify", "switch-node", "export"):
+    for command in (
+        "demo",
+        "run",
+        "sessions",
+        "show",
+        "timeline",
+        "tasks",
+        "replay",
+        "resume",
+        "verify",
+        "switch-node",
+        "export",
+    ):
         assert command in result.out

@@ -116,9 +116,7 @@ def test_a_failed_append_leaves_the_dag_unchanged_and_raises_task_wal_error(
     assert 4 == handle.set_status("plan", "a", "running")
 
 
-def test_a_batch_is_one_append_and_all_or_nothing(
-    handle: SyncTasks, tmp_path: Path
-) -> None:
+def test_a_batch_is_one_append_and_all_or_nothing(handle: SyncTasks, tmp_path: Path) -> None:
     seqs = handle.apply_changes(
         "plan",
         [

@@ -98,8 +98,11 @@ def test_the_request_that_failed_the_optimistic_pass_is_not_run_again(tmp_path: 
 def test_an_invalid_session_id_in_a_batch_does_not_stop_the_valid_ones(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.sqlite")
     append(store, created())
-    bad = AppendRequest(session_id="a;DROP TABLE sessions",
-                        event=TodoUpdated(todo_id="t", status="ready"), created_at=at())
+    bad = AppendRequest(
+        session_id="a;DROP TABLE sessions",
+        event=TodoUpdated(todo_id="t", status="ready"),
+        created_at=at(),
+    )
     results = store.append_batch([todo("a"), bad, todo("b")])
     assert [list, InvalidSessionId, list] == [
         list if isinstance(r, list) else type(r) for r in results

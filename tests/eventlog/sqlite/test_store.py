@@ -117,13 +117,12 @@ def test_an_invalid_session_id_executes_no_sql(tmp_path: Path, bad: Any) -> None
             event=SessionCreated(session_id=bad, cwd="/", root_agent_id="a"),
             created_at=at(),
         ),
-        AppendRequest(session_id=bad, event=TodoUpdated(todo_id="t", status="ready"),
-                      created_at=at()),
+        AppendRequest(
+            session_id=bad, event=TodoUpdated(todo_id="t", status="ready"), created_at=at()
+        ),
     ]
     results = store.append_batch(requests)
     assert [InvalidSessionId, InvalidSessionId] == [type(r) for r in results]
     assert [] == executed
     store.close()
     assert tables_before == tables(path)
-
-

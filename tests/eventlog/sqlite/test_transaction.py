@@ -127,9 +127,7 @@ def test_a_begin_that_fails_is_translated_and_runs_nothing(
 
 def test_a_commit_that_fails_is_rolled_back_and_translated(conn: apsw.Connection) -> None:
     conn.pragma("foreign_keys", True)
-    conn.execute(
-        "CREATE TABLE child (p INTEGER REFERENCES t(x) DEFERRABLE INITIALLY DEFERRED)"
-    )
+    conn.execute("CREATE TABLE child (p INTEGER REFERENCES t(x) DEFERRABLE INITIALLY DEFERRED)")
     # A deferred foreign key is checked at COMMIT: the commit itself fails.
     with (
         pytest.raises(StoreError, match=r"^committing op: constraint violated"),
