@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from actors.models.protocol import ModelRequest, ModelResponse
-from actors.models.providers.http import HttpModel, HttpOptions, JsonHttpClient
+from actors.models.providers.http import HttpModel, HttpOptions
 from actors.models.providers.mapping import block_text, tool_arguments
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
@@ -59,29 +59,23 @@ class AnthropicModel(HttpModel):
         api_key: str | None = None,
         options: HttpOptions | None = None,
     ) -> None:
-        self.name = f"anthropic:{model}"
-        self.model = model
         headers = {"anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._http = JsonHttpClient(
-            label=self.name,
+        super().__init__(
+            "anthropic",
+            model,
             url=base_url.rstrip("/") + "/v1/messages",
             headers=headers,
-            secrets=(api_key or "",),
+            api_key=api_key,
             options=options,
         )
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` to ``/v1/messages`` and map the reply.
+    def _payload(self, request: ModelRequest) -> dict[str, Any]:
+        return messages_payload(self.model, request)
 
-        The adapter's own model name is sent; ``request.model`` is only recorded.
-
-        Raises:
-            ModelError: after the retry policy gave up, or for a reply it cannot map.
-        """
-        reply, _ = self._post(messages_payload(self.model, request), _Reply)
-        return response_from(reply, self.model)
+    def _response(self, data: Any) -> ModelResponse:
+        return response_from(self._convert(data, _Reply), self.model)
 
 
 # --- clew → wire ------------------------------------------------------------------------
