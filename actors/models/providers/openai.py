@@ -19,9 +19,14 @@ from typing import Any
 
 import msgspec
 
-from actors.models.protocol import ModelRequest, ModelResponse
+from actors.models.protocol import ModelRequest, ModelResponse, ToolSpec
 from actors.models.providers.http import HttpModel, HttpOptions
-from actors.models.providers.mapping import joined_text, json_text, tool_arguments
+from actors.models.providers.mapping import (
+    joined_text,
+    json_text,
+    optional_fields,
+    tool_arguments,
+)
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 from eventlog.ids import stable_hash
@@ -94,21 +99,15 @@ def chat_payload(model: str, request: ModelRequest, max_tokens_param: str) -> di
         "messages": messages,
         max_tokens_param: request.max_tokens,
     }
-    if request.temperature is not None:
-        payload["temperature"] = request.temperature
-    if request.tools:
-        payload["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters or {"type": "object", "properties": {}},
-                },
-            }
-            for tool in request.tools
-        ]
+    payload.update(optional_fields(request, _wire_tool))
     return payload
+
+
+def _wire_tool(tool: ToolSpec, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": schema},
+    }
 
 
 def wire_messages(message: Message) -> list[dict[str, Any]]:
