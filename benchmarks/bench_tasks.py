@@ -17,7 +17,7 @@ from pathlib import Path
 from _timing import best_of
 
 from actors.tasks.changes import CreateTask, SetStatus, TaskChange
-from actors.tasks.manager import TaskManagerHandle
+from actors.tasks.manager import task_manager
 from eventlog.clock import ManualClock
 from eventlog.taskwal import (
     TaskCreated,
@@ -85,11 +85,11 @@ def bench_raw_fsync(tmp: Path, n: int) -> float:
 def bench_actor(tmp: Path, n: int, batch: int) -> float:
     """Return changes/s through the actor, ``batch`` changes per append (one fsync each)."""
     changes = task_changes(n)
-    with TaskManagerHandle.start(tmp / f"actor{batch}", SID, clock=ManualClock()) as h:
-        h.open("bench")
+    with task_manager(tmp / f"actor{batch}", SID, clock=ManualClock()) as tasks:
+        tasks.open("bench").get()
         t = time.perf_counter()
         for i in range(0, n, batch):
-            h.apply_changes("bench", changes[i : i + batch])
+            tasks.apply_changes("bench", changes[i : i + batch]).get()
         return n / (time.perf_counter() - t)
 
 
@@ -115,8 +115,8 @@ def main() -> None:
         fold, _ = best_of(3, lambda: TaskDag.rebuild(r.event for r in records))
 
         def reopen() -> None:
-            with TaskManagerHandle.start(tmp, SID) as h:
-                assert h.open("big").lines == WAL_LINES
+            with task_manager(tmp, SID) as tasks:
+                assert tasks.open("big").get().lines == WAL_LINES
 
         open_total, _ = best_of(3, reopen)
 
