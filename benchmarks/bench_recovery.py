@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _timing import best_of
+
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime.runtime import Runtime
 from eventlog.events import RunEnded, RunStarted
@@ -62,15 +64,6 @@ def interrupt_last_run(home: Path, project: Path, sid: str) -> None:
         )
 
 
-def best_of(repeats: int, fn) -> float:  # type: ignore[no-untyped-def]
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=48)
@@ -90,7 +83,7 @@ def main() -> None:
                         report = rt.replay(sid)
                         assert report.identical, report.summary()
 
-                t_replay = best_of(args.repeats, replay)
+                t_replay, _ = best_of(args.repeats, replay)
                 replay_rows.append((label, live, t_replay))
             interrupt_last_run(home, project, sid)
 
@@ -106,8 +99,8 @@ def main() -> None:
             with Runtime(home, project) as rt:
                 events = rt.store.count_events(sid)
                 ends = sum(1 for e in rt.store.iter_events(sid) if isinstance(e.event, RunEnded))
-            t_ready = best_of(args.repeats, ready)
-            t_full = best_of(args.repeats, full_log)
+            t_ready, _ = best_of(args.repeats, ready)
+            t_full, _ = best_of(args.repeats, full_log)
             rows.append((label, events, ends, t_full, t_ready))
 
         print(f"demo sessions, {args.workers} workers per main run, best of {args.repeats}\n")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+from _timing import best_of
 
 from eventlog.blocks import ContentBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.codec import decode_event
@@ -109,6 +110,28 @@ class SessionWriter:
         if len(self.futures) > 5000:
             self.drain()
 
+    def node(
+        self,
+        node_id: str,
+        parent: str | None,
+        role: str,
+        content: list[ContentBlock],
+        agent: str = "main",
+        run: str | None = None,
+        *,
+        activate: bool = False,
+    ) -> None:
+        """Append a ``node_appended`` of a node written by ``agent`` (in ``run``)."""
+        node = Node(
+            node_id=node_id,
+            parent_id=parent,
+            agent_id=agent,
+            run_id=run,
+            role=role,  # type: ignore[arg-type]
+            content=content,
+        )
+        self.add(NodeAppended(node=node, activate=activate), agent, run)
+
     def drain(self) -> None:
         for f in self.futures:
             f.get(timeout=120)
@@ -154,21 +177,7 @@ def build_replay_session(writer: Writer, sid: str, n_events: int, rng: random.Ra
             parent = user_parent[rng.choice(list(user_parent))]
         nodes += 1
         uid = f"n{nodes}"
-        w.add(
-            NodeAppended(
-                node=Node(
-                    node_id=uid,
-                    parent_id=parent,
-                    agent_id=agent,
-                    run_id=run,
-                    role="user",
-                    content=[TextBlock(text=prose(rng, 200))],
-                ),
-                activate=True,
-            ),
-            agent,
-            run,
-        )
+        w.node(uid, parent, "user", [TextBlock(text=prose(rng, 200))], agent, run, activate=True)
         user_parent[uid] = parent
         tip = uid
         for turn in range(rng.randint(1, 4)):
@@ -212,21 +221,7 @@ def build_replay_session(writer: Writer, sid: str, n_events: int, rng: random.Ra
                 TextBlock(text=prose(rng, 120)),
                 ToolCallBlock(id=call, name="read", arguments={"path": "src/a.py"}),
             ]
-            w.add(
-                NodeAppended(
-                    node=Node(
-                        node_id=aid,
-                        parent_id=tip,
-                        agent_id=agent,
-                        run_id=run,
-                        role="assistant",
-                        content=blocks,
-                    ),
-                    activate=True,
-                ),
-                agent,
-                run,
-            )
+            w.node(aid, tip, "assistant", blocks, agent, run, activate=True)
             w.add(
                 ToolCallStarted(
                     tool_call_id=call, tool_name="read", arguments={"path": "src/a.py"}
@@ -238,21 +233,8 @@ def build_replay_session(writer: Writer, sid: str, n_events: int, rng: random.Ra
             w.add(ToolCallFinished(tool_call_id=call, tool_name="read", content=result), agent, run)
             nodes += 1
             tid = f"n{nodes}"
-            w.add(
-                NodeAppended(
-                    node=Node(
-                        node_id=tid,
-                        parent_id=aid,
-                        agent_id=agent,
-                        run_id=run,
-                        role="tool",
-                        content=[ToolResultBlock(tool_call_id=call, name="read", content=result)],
-                    ),
-                    activate=True,
-                ),
-                agent,
-                run,
-            )
+            call_result = [ToolResultBlock(tool_call_id=call, name="read", content=result)]
+            w.node(tid, aid, "tool", call_result, agent, run, activate=True)
             tip = tid
         if rng.random() < 0.05 and user_parent:
             target = rng.choice(list(user_parent))
@@ -290,18 +272,7 @@ def build_tree_session(
     for i in range(depth):
         nid = f"s{i}"
         role = "user" if i % 2 == 0 else "assistant"
-        w.add(
-            NodeAppended(
-                node=Node(
-                    node_id=nid,
-                    parent_id=spine[-1] if spine else None,
-                    agent_id="main",
-                    role=role,  # type: ignore[arg-type]
-                    content=[TextBlock(text=prose(rng, 200))],
-                )
-            ),
-            "main",
-        )
+        w.node(nid, spine[-1] if spine else None, role, [TextBlock(text=prose(rng, 200))])
         spine.append(nid)
     made = depth
     side = 0
@@ -312,18 +283,7 @@ def build_tree_session(
             side += 1
             nid = f"b{side}"
             role = "user" if j % 2 == 0 else "assistant"
-            w.add(
-                NodeAppended(
-                    node=Node(
-                        node_id=nid,
-                        parent_id=parent,
-                        agent_id="main",
-                        role=role,  # type: ignore[arg-type]
-                        content=[TextBlock(text=prose(rng, 200))],
-                    )
-                ),
-                "main",
-            )
+            w.node(nid, parent, role, [TextBlock(text=prose(rng, 200))])
             parent = nid
             made += 1
     w.add(ActiveNodeSwitched(from_node_id=None, to_node_id=spine[-1]), "main")
@@ -406,17 +366,6 @@ def gc_paused(fn: Callable[[], Any]) -> Callable[[], Any]:
             gc.enable()
 
     return run
-
-
-def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[float, Any]:
-    times: list[float] = []
-    result: Any = None
-    for _ in range(repeats):
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), result
 
 
 def main() -> None:

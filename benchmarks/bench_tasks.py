@@ -12,11 +12,12 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+from _timing import best_of
+
 from actors.tasks.changes import CreateTask, SetStatus, TaskChange
-from actors.tasks.manager import TaskManagerHandle
+from actors.tasks.manager import task_manager
 from eventlog.clock import ManualClock
 from eventlog.taskwal import (
     TaskCreated,
@@ -33,16 +34,6 @@ REPLAY_TARGET = 200_000  # lines/s, from the issue
 WAL_LINES = 100_000
 ACTOR_CHANGES = 1_000
 BATCH = 100
-
-
-def best_of(n: int, fn: Callable[[], object]) -> float:
-    """Return the fastest of ``n`` timed runs of ``fn``, in seconds."""
-    best = float("inf")
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def task_changes(n: int, prefix: str = "t") -> list[TaskChange]:
@@ -94,11 +85,11 @@ def bench_raw_fsync(tmp: Path, n: int) -> float:
 def bench_actor(tmp: Path, n: int, batch: int) -> float:
     """Return changes/s through the actor, ``batch`` changes per append (one fsync each)."""
     changes = task_changes(n)
-    with TaskManagerHandle.start(tmp / f"actor{batch}", SID, clock=ManualClock()) as h:
-        h.open("bench")
+    with task_manager(tmp / f"actor{batch}", SID, clock=ManualClock()) as tasks:
+        tasks.open("bench").get()
         t = time.perf_counter()
         for i in range(0, n, batch):
-            h.apply_changes("bench", changes[i : i + batch])
+            tasks.apply_changes("bench", changes[i : i + batch]).get()
         return n / (time.perf_counter() - t)
 
 
@@ -118,16 +109,16 @@ def main() -> None:
         lines = path.read_bytes().splitlines()
         size_mb = path.stat().st_size / 1e6
 
-        baseline = best_of(3, lambda: [json.loads(x) for x in lines])
-        replay = best_of(5, lambda: replay_wal(path))
+        baseline, _ = best_of(3, lambda: [json.loads(x) for x in lines])
+        replay, _ = best_of(5, lambda: replay_wal(path))
         records = replay_wal(path).records
-        fold = best_of(3, lambda: TaskDag.rebuild(r.event for r in records))
+        fold, _ = best_of(3, lambda: TaskDag.rebuild(r.event for r in records))
 
         def reopen() -> None:
-            with TaskManagerHandle.start(tmp, SID) as h:
-                assert h.open("big").lines == WAL_LINES
+            with task_manager(tmp, SID) as tasks:
+                assert tasks.open("big").get().lines == WAL_LINES
 
-        open_total = best_of(3, reopen)
+        open_total, _ = best_of(3, reopen)
 
     rows = [
         ("actor: 1 change per fsync", f"{single:,.0f} changes/s", f"{single / raw:.2f}× raw fsync"),

@@ -26,7 +26,7 @@ Liveness is not a fold's business: a run that is ``running`` or ``pending`` is s
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -41,10 +41,16 @@ from eventlog.events import (
     SessionCreated,
 )
 from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow, StoredEvent
+from projections.folding import ComparedByValue, fold, fold_all
+
+#: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
+__all__ = ["INTERRUPTED", "LIVE_RUN_STATUSES", "Boards", "Liveness", "fold", "rebuild"]
 
 #: Run statuses that mean "an owner is working on it" — interrupted if the owner is gone.
 LIVE_RUN_STATUSES: Final = frozenset({"running", "pending"})
 INTERRUPTED: Final = "interrupted"
+
+R = TypeVar("R", AgentRow, RunRow)
 
 Liveness = bool | Collection[str]
 """``True``: every owner is alive; ``False``: none is (e.g. a fresh process opening the
@@ -57,7 +63,7 @@ def _is_live(run_id: str, live: Liveness) -> bool:
     return run_id in live
 
 
-class Boards:
+class Boards(ComparedByValue):
     """The session / agent / run / artifact board of one session (mutable, owned by its folder)."""
 
     __slots__ = (
@@ -81,17 +87,7 @@ class Boards:
         self.runs: dict[str, RunRow] = {}
         self.artifacts: dict[str, ArtifactRow] = {}
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Boards):
-            return NotImplemented
-        return (
-            self.session == other.session
-            and self.agents == other.agents
-            and self.runs == other.runs
-            and self.artifacts == other.artifacts
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    _COMPARED = ("session", "agents", "runs", "artifacts")
 
     def __repr__(self) -> str:
         return (
@@ -163,15 +159,10 @@ class Boards:
     def _agent_status_changed(self, stored: StoredEvent) -> None:
         e = stored.event
         assert isinstance(e, AgentStatusChanged)
-        row = self.agents.get(e.agent_id)
-        if row is None:
-            return
-        self.agents[e.agent_id] = msgspec.structs.replace(
-            row,
-            status=e.status,
-            result=row.result if e.result is None else e.result,
-            updated_at=stored.created_at,
-        )
+        changes: dict[str, Any] = {"status": e.status}
+        if e.result is not None:  # COALESCE(?, result): None keeps the previous result
+            changes["result"] = e.result
+        _update(self.agents, e.agent_id, stored.created_at, **changes)
 
     def _run_started(self, stored: StoredEvent) -> None:
         e = stored.event
@@ -198,18 +189,16 @@ class Boards:
     def _run_ended(self, stored: StoredEvent) -> None:
         e = stored.event
         assert isinstance(e, RunEnded)
-        row = self.runs.get(e.run_id)
-        if row is None:
-            return
-        self.runs[e.run_id] = msgspec.structs.replace(
-            row,
+        _update(
+            self.runs,
+            e.run_id,
+            stored.created_at,
             status=e.status,
             end_reason=e.end_reason,
             end_node_id=e.end_node_id,
             turn_count=e.turn_count,
             usage=msgspec.structs.asdict(e.usage),
             error=e.error,
-            updated_at=stored.created_at,
         )
 
     def _artifact_created(self, stored: StoredEvent) -> None:
@@ -314,16 +303,16 @@ class Boards:
     }
 
 
-def fold(boards: Boards, stored: StoredEvent) -> Boards:
-    """Fold one event into ``boards`` and return it (updated in place)."""
-    boards.apply(stored)
-    return boards
+def _update(rows: dict[str, R], key: str, at: str, **changes: Any) -> None:
+    """Replace row ``key`` by a copy with ``changes`` and ``updated_at=at``.
+
+    An unknown key is ignored, as the store's ``UPDATE … WHERE id = ?`` matches no row.
+    """
+    row = rows.get(key)
+    if row is not None:
+        rows[key] = msgspec.structs.replace(row, updated_at=at, **changes)
 
 
 def rebuild(events: Iterable[StoredEvent], session_id: str | None = None) -> Boards:
     """Fold ``events`` (in seq order) into a new board."""
-    boards = Boards(session_id)
-    apply = boards.apply
-    for stored in events:
-        apply(stored)
-    return boards
+    return fold_all(Boards(session_id), events)

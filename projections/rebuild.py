@@ -13,14 +13,19 @@ from collections.abc import Iterable
 
 from eventlog.records import AgentRow, ArtifactRow, NodeRow, RunRow, SessionRow, StoredEvent
 from projections.boards import Boards
+from projections.folding import ComparedByValue, fold
 from projections.tree import TREE_EVENT_TYPES, NodeTree
 from projections.usage import UsageTotals
 
+#: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
+__all__ = ["SessionState", "fold", "rebuild"]
 
-class SessionState:
+
+class SessionState(ComparedByValue):
     """Tree + boards + usage of one session, folded from its events."""
 
     __slots__ = ("boards", "events", "last_seq", "tree", "usage")
+    _COMPARED = ("last_seq", "tree", "boards", "usage")
 
     def __init__(self, session_id: str | None = None, *, strict: bool = True) -> None:
         self.tree = NodeTree(strict=strict)
@@ -39,18 +44,6 @@ class SessionState:
         elif et == "token_usage":
             self.usage.apply(stored)
         self.boards.apply(stored)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SessionState):
-            return NotImplemented
-        return (
-            self.last_seq == other.last_seq
-            and self.tree == other.tree
-            and self.boards == other.boards
-            and self.usage == other.usage
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"SessionState({self.events} events, {self.tree!r}, {self.boards!r})"
@@ -77,12 +70,6 @@ class SessionState:
     def artifact_rows(self) -> list[ArtifactRow]:
         """The ``artifacts`` rows of this session."""
         return self.boards.artifact_rows()
-
-
-def fold(state: SessionState, stored: StoredEvent) -> SessionState:
-    """Fold one event into ``state`` and return it (updated in place)."""
-    state.apply(stored)
-    return state
 
 
 def rebuild(

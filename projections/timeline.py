@@ -6,9 +6,13 @@ import bisect
 from collections.abc import Collection, Iterable
 
 from eventlog.records import StoredEvent
+from projections.folding import ComparedByValue, fold, fold_all
+
+#: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
+__all__ = ["Timeline", "fold", "rebuild"]
 
 
-class Timeline:
+class Timeline(ComparedByValue):
     """Events by seq, filterable by run, agent, type and level.
 
     Folding an event whose seq is already present is a no-op, so the timeline is
@@ -16,6 +20,7 @@ class Timeline:
     """
 
     __slots__ = ("_events", "_seqs")
+    _COMPARED = ("_events",)
 
     def __init__(self) -> None:
         self._events: list[StoredEvent] = []
@@ -37,13 +42,6 @@ class Timeline:
 
     def __len__(self) -> int:
         return len(self._events)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Timeline):
-            return NotImplemented
-        return self._events == other._events
-
-    __hash__ = None  # type: ignore[assignment]
 
     @property
     def events(self) -> list[StoredEvent]:
@@ -77,15 +75,6 @@ class Timeline:
         return events
 
 
-def fold(timeline: Timeline, stored: StoredEvent) -> Timeline:
-    """Fold one event into ``timeline`` and return it (updated in place)."""
-    timeline.apply(stored)
-    return timeline
-
-
 def rebuild(events: Iterable[StoredEvent]) -> Timeline:
     """Fold ``events`` into a new timeline."""
-    timeline = Timeline()
-    for stored in events:
-        timeline.apply(stored)
-    return timeline
+    return fold_all(Timeline(), events)

@@ -26,6 +26,17 @@ from eventlog.errors import IntegrityError
 from eventlog.events import ActiveNodeSwitched, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
 from projections.errors import BranchRefused, UnknownNode
+from projections.folding import ComparedByValue, fold
+
+#: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
+__all__ = [
+    "TREE_EVENT_TYPES",
+    "NodeTree",
+    "check_branch_point",
+    "check_switch_target",
+    "fold",
+    "rebuild",
+]
 
 #: The event types this fold reads; every other event leaves the tree unchanged.
 TREE_EVENT_TYPES: Final = frozenset({"node_appended", "active_node_switched"})
@@ -36,10 +47,11 @@ TREE_EVENT_TYPES: Final = frozenset({"node_appended", "active_node_switched"})
 _Entry = tuple[Node, int, str]
 
 
-class NodeTree:
+class NodeTree(ComparedByValue):
     """The node tree of one session, folded from its events (mutable, owned by its folder)."""
 
     __slots__ = ("_children", "_dangling", "_entries", "active_node_id", "problems", "strict")
+    _COMPARED = ("active_node_id", "_entries", "_children")
 
     def __init__(self, *, strict: bool = True) -> None:
         self._entries: dict[str, _Entry] = {}
@@ -167,17 +179,6 @@ class NodeTree:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._entries
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NodeTree):
-            return NotImplemented
-        return (
-            self.active_node_id == other.active_node_id
-            and self._entries == other._entries
-            and self._children == other._children
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"NodeTree({len(self)} nodes, active={self.active_node_id!r})"
 
@@ -294,12 +295,6 @@ def _check_acyclic(parent_of: dict[str, str | None]) -> None:
             on_trail.add(current)
             current = parent_of.get(current)
         done.update(trail)
-
-
-def fold(tree: NodeTree, stored: StoredEvent) -> NodeTree:
-    """Fold one event into ``tree`` and return it (the tree is updated in place)."""
-    tree.apply(stored)
-    return tree
 
 
 def rebuild(events: Iterable[StoredEvent], *, strict: bool = True) -> NodeTree:

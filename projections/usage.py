@@ -12,6 +12,10 @@ import msgspec
 
 from eventlog.events import TokenUsage, Usage
 from eventlog.records import StoredEvent
+from projections.folding import ComparedByValue, fold, fold_all
+
+#: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
+__all__ = ["Totals", "UsageTotals", "fold", "rebuild"]
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,10 +46,11 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
 _ZERO = Totals()
 
 
-class UsageTotals:
+class UsageTotals(ComparedByValue):
     """Token totals of one session (mutable, owned by its folder)."""
 
     __slots__ = ("_seen", "by_model", "by_phase", "by_role", "by_run", "total")
+    _COMPARED = ("_seen", "total", "by_model", "by_role", "by_phase", "by_run")
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
@@ -72,33 +77,10 @@ class UsageTotals:
         ):
             table[key] = table.get(key, _ZERO).plus(usage)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UsageTotals):
-            return NotImplemented
-        return (
-            self._seen == other._seen
-            and self.total == other.total
-            and self.by_model == other.by_model
-            and self.by_role == other.by_role
-            and self.by_phase == other.by_phase
-            and self.by_run == other.by_run
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"UsageTotals({self.total!r})"
 
 
-def fold(totals: UsageTotals, stored: StoredEvent) -> UsageTotals:
-    """Fold one event into ``totals`` and return it (updated in place)."""
-    totals.apply(stored)
-    return totals
-
-
 def rebuild(events: Iterable[StoredEvent]) -> UsageTotals:
     """Fold ``events`` into new totals."""
-    totals = UsageTotals()
-    for stored in events:
-        totals.apply(stored)
-    return totals
+    return fold_all(UsageTotals(), events)

@@ -256,6 +256,16 @@ def todos() -> st.SearchStrategy[ev.Todo]:
 
 # --- events -------------------------------------------------------------------------------
 
+_attempts = st.integers(min_value=1, max_value=5)
+#: The fields naming one model call, shared by its requested / responded / failed events.
+_model_call: dict[str, st.SearchStrategy[Any]] = {
+    "call_index": ints,
+    "attempt": _attempts,
+    "model": short_texts,
+}
+#: The fields naming one tool call, shared by every tool event.
+_tool_call: dict[str, st.SearchStrategy[Any]] = {"tool_call_id": ids, "tool_name": ids}
+
 _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "session_created": st.builds(
         ev.SessionCreated,
@@ -290,7 +300,7 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         phase=short_texts,
         start_node_id=optional_ids,
         rng_seed=st.integers(min_value=0, max_value=2**63 - 1),
-        attempt=st.integers(min_value=1, max_value=5),
+        attempt=_attempts,
         metadata=json_objects,
     ),
     "run_ended": st.builds(
@@ -310,9 +320,7 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "model_requested": st.builds(
         ev.ModelRequested,
-        call_index=ints,
-        attempt=st.integers(min_value=1, max_value=5),
-        model=short_texts,
+        **_model_call,
         role=short_texts,
         phase=short_texts,
         request_hash=st.from_regex(r"[0-9a-f]{16}", fullmatch=True),
@@ -321,18 +329,14 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "model_responded": st.builds(
         ev.ModelResponded,
-        call_index=ints,
-        attempt=st.integers(min_value=1, max_value=5),
-        model=short_texts,
+        **_model_call,
         content=block_lists,
         stop_reason=short_texts,
         usage=usages(),
     ),
     "model_failed": st.builds(
         ev.ModelFailed,
-        call_index=ints,
-        attempt=st.integers(min_value=1, max_value=5),
-        model=short_texts,
+        **_model_call,
         error_type=short_texts,
         message=texts,
         status=st.none() | st.integers(min_value=100, max_value=599),
@@ -340,25 +344,20 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "tool_call_started": st.builds(
         ev.ToolCallStarted,
-        tool_call_id=ids,
-        tool_name=ids,
+        **_tool_call,
         arguments=json_objects,
         idempotent=st.booleans(),
     ),
     "tool_call_finished": st.builds(
         ev.ToolCallFinished,
-        tool_call_id=ids,
-        tool_name=ids,
+        **_tool_call,
         content=block_lists,
         is_error=st.booleans(),
     ),
-    "tool_failed": st.builds(
-        ev.ToolFailed, tool_call_id=ids, tool_name=ids, error_type=short_texts, message=texts
-    ),
+    "tool_failed": st.builds(ev.ToolFailed, **_tool_call, error_type=short_texts, message=texts),
     "in_doubt_resolved": st.builds(
         ev.InDoubtResolved,
-        tool_call_id=ids,
-        tool_name=ids,
+        **_tool_call,
         decision=_literal(ev.InDoubtDecision),
         reason=texts,
     ),

@@ -310,8 +310,7 @@ class BatchAppend:
         etype, level, has_node, has_tool = _type_info(event)
         node_id = _node_id(event) if has_node else None
         tool_call_id = _tool_call_id(event) if has_tool else None
-        created_at = req.created_at
-        row = (
+        stored = StoredEvent(
             ev_id,
             seq,
             run_seq,
@@ -321,9 +320,13 @@ class BatchAppend:
             etype,
             node_id,
             tool_call_id,
-            _encode(event).decode(),
-            created_at,
+            req.created_at,
+            event,
         )
+        # The row holds StoredEvent's fields in order, but the encoded event takes the
+        # event's place before created_at (the events_<sid> columns, eventlog.sqlite.schema).
+        *columns, created_at, _ = msgspec.structs.astuple(stored)
+        row = (*columns, _encode(event).decode(), created_at)
         if pending is None:
             conn.execute(self._insert_sql(sid), row)
         else:
@@ -331,19 +334,7 @@ class BatchAppend:
             if rows is None:
                 rows = pending[sid] = []
             rows.append(row)
-        return StoredEvent(
-            ev_id,
-            seq,
-            run_seq,
-            req.agent_id,
-            run_id,
-            level,
-            etype,
-            node_id,
-            tool_call_id,
-            created_at,
-            event,
-        )
+        return stored
 
     def _externalise_json(self, sid: str, event: NodeAppended) -> tuple[NodeAppended, list[Event]]:
         """Turn oversize JSON blocks into artifact files + refs (files fsynced first).

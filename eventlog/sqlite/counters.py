@@ -8,7 +8,7 @@ a transaction that is rolled back as a whole drops them all (:meth:`Counters.for
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -18,6 +18,8 @@ from eventlog.records import AppendRequest
 
 #: What :meth:`Counters.snapshot` saves of one request's counters: seq, node_seq, run_seq.
 Snapshot = tuple[int | None, int | None, int | None]
+
+K = TypeVar("K", str, tuple[str, str])
 
 
 def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
@@ -54,35 +56,23 @@ class Counters:
 
     def next_seq(self, conn: apsw.Connection, sid: str) -> int:
         """Take the session's next event ``seq``."""
-        n = self.seq.get(sid)
-        if n is None:
-            n = _scalar(conn, f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}")
-        n += 1
-        self.seq[sid] = n
-        return n
+        return _take(self.seq, sid, conn, f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}")
 
     def next_node_seq(self, conn: apsw.Connection, sid: str) -> int:
         """Take the session's next ``node_seq``."""
-        n = self.node_seq.get(sid)
-        if n is None:
-            n = _scalar(conn, f"SELECT COALESCE(MAX(node_seq), 0) FROM nodes_{sid}")
-        n += 1
-        self.node_seq[sid] = n
-        return n
+        return _take(
+            self.node_seq, sid, conn, f"SELECT COALESCE(MAX(node_seq), 0) FROM nodes_{sid}"
+        )
 
     def next_run_seq(self, conn: apsw.Connection, sid: str, run_id: str) -> int:
         """Take the run's next ``run_seq``."""
-        key = (sid, run_id)
-        n = self.run_seq.get(key)
-        if n is None:
-            n = _scalar(
-                conn,
-                f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?",
-                (run_id,),
-            )
-        n += 1
-        self.run_seq[key] = n
-        return n
+        return _take(
+            self.run_seq,
+            (sid, run_id),
+            conn,
+            f"SELECT COALESCE(MAX(run_seq), 0) FROM events_{sid} WHERE run_id = ?",
+            (run_id,),
+        )
 
     def snapshot(self, req: AppendRequest) -> Snapshot:
         """Save the counters ``req`` may take, for :meth:`restore`."""
@@ -109,6 +99,18 @@ class Counters:
         self.node_seq.clear()
         self.run_seq.clear()
         self.known_sessions.clear()
+
+
+def _take(
+    cache: dict[K, int], key: K, conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()
+) -> int:
+    """Take the next number after ``cache[key]``, loaded with ``sql`` (a ``MAX``) on a miss."""
+    n = cache.get(key)
+    if n is None:
+        n = _scalar(conn, sql, params)
+    n += 1
+    cache[key] = n
+    return n
 
 
 def _put(cache: dict[Any, int], key: Any, value: int | None) -> None:

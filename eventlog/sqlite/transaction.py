@@ -60,33 +60,19 @@ def translate_errors(what: str) -> Iterator[None]:
         raise translate_error(e, what) from e
 
 
-def _is_storage_error(e: BaseException | None) -> bool:
-    return isinstance(e, apsw.Error | OSError) and not isinstance(e, ClewError)
+class _Scope:
+    """What a transaction and a savepoint share: finish on success, undo on error.
 
-
-class Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` on success, ``ROLLBACK`` on error, errors translated.
-
-    Not reentrant: one ``with`` per instance. ``began`` tells a caller that caught the
-    error whether it was ``BEGIN`` itself that failed (nothing ran) or something after.
+    On error the scope is undone first, then an apsw / OS error is raised as
+    ``StoreError`` naming ``what``; anything else (a ``ClewError``, a bug,
+    ``KeyboardInterrupt``) propagates unchanged.
     """
 
-    __slots__ = ("_savepoints", "began", "conn", "what")
+    __slots__ = ("conn", "what")
 
     def __init__(self, conn: apsw.Connection, what: str) -> None:
-        """Prepare a transaction on ``conn``; ``what`` names it in error sentences."""
         self.conn = conn
         self.what = what
-        self.began = False
-        self._savepoints = 0
-
-    def __enter__(self) -> Transaction:
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except (apsw.Error, OSError) as e:
-            raise translate_error(e, f"beginning {self.what}") from e
-        self.began = True
-        return self
 
     def __exit__(
         self,
@@ -95,19 +81,48 @@ class Transaction:
         tb: TracebackType | None,
     ) -> None:
         if exc is None:
-            try:
-                self.conn.execute("COMMIT")
-                return
-            except (apsw.Error, OSError) as e:
-                self._rollback()
-                raise translate_error(e, f"committing {self.what}") from e
-        self._rollback()
-        if _is_storage_error(exc):
-            assert exc is not None
+            self._finish()
+            return
+        self._undo()
+        if isinstance(exc, apsw.Error | OSError) and not isinstance(exc, ClewError):
             raise translate_error(exc, self.what) from exc
-        # Anything else (a ClewError, a bug, KeyboardInterrupt) propagates unchanged.
 
-    def _rollback(self) -> None:
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+    def _undo(self) -> None:
+        raise NotImplementedError
+
+
+class Transaction(_Scope):
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` on success, ``ROLLBACK`` on error, errors translated.
+
+    Not reentrant: one ``with`` per instance. ``began`` tells a caller that caught the
+    error whether it was ``BEGIN`` itself that failed (nothing ran) or something after.
+    """
+
+    __slots__ = ("_savepoints", "began")
+
+    def __init__(self, conn: apsw.Connection, what: str) -> None:
+        """Prepare a transaction on ``conn``; ``what`` names it in error sentences."""
+        super().__init__(conn, what)
+        self.began = False
+        self._savepoints = 0
+
+    def __enter__(self) -> Transaction:
+        with translate_errors(f"beginning {self.what}"):
+            self.conn.execute("BEGIN IMMEDIATE")
+        self.began = True
+        return self
+
+    def _finish(self) -> None:
+        try:
+            self.conn.execute("COMMIT")
+        except (apsw.Error, OSError) as e:
+            self._undo()
+            raise translate_error(e, f"committing {self.what}") from e
+
+    def _undo(self) -> None:
         # A failed COMMIT may have ended the transaction already (SQLite rolls back on
         # some errors by itself); ROLLBACK outside a transaction would be an error.
         if not self.conn.getautocommit():
@@ -119,37 +134,28 @@ class Transaction:
         return Savepoint(self.conn, f"sp{self._savepoints}", what or self.what)
 
 
-class Savepoint:
+class Savepoint(_Scope):
     """``SAVEPOINT`` … ``RELEASE`` on success; ``ROLLBACK TO`` + ``RELEASE`` on error.
 
     Only the savepoint's own work is undone; the enclosing transaction goes on. Errors
     propagate (apsw / OS errors translated, as in :class:`Transaction`).
     """
 
-    __slots__ = ("conn", "name", "what")
+    __slots__ = ("name",)
 
     def __init__(self, conn: apsw.Connection, name: str, what: str) -> None:
-        self.conn = conn
+        super().__init__(conn, what)
         self.name = name
-        self.what = what
 
     def __enter__(self) -> Savepoint:
         with translate_errors(f"opening a savepoint in {self.what}"):
             self.conn.execute(f"SAVEPOINT {self.name}")
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
-            with translate_errors(f"releasing a savepoint in {self.what}"):
-                self.conn.execute(f"RELEASE {self.name}")
-            return
+    def _finish(self) -> None:
+        with translate_errors(f"releasing a savepoint in {self.what}"):
+            self.conn.execute(f"RELEASE {self.name}")
+
+    def _undo(self) -> None:
         self.conn.execute(f"ROLLBACK TO {self.name}")
         self.conn.execute(f"RELEASE {self.name}")
-        if _is_storage_error(exc):
-            assert exc is not None
-            raise translate_error(exc, self.what) from exc

@@ -19,13 +19,13 @@ writer actor is tested on its own in ``test_writer.py``.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from _fsync_spy import spy_fsync
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -523,14 +523,7 @@ class StoreConformance:
     ) -> None:
         store = make_store(artifact_threshold=1024)
         append(store, created())
-        synced: list[str] = []
-        real_fsync = os.fsync
-
-        def spy(fd: int) -> None:
-            synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
-            real_fsync(fd)
-
-        monkeypatch.setattr(os, "fsync", spy)
+        synced = spy_fsync(monkeypatch)
         big = {"rows": ["x" * 100] * 40}
         small = {"k": "v"}
         n = Node(

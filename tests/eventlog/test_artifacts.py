@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from _fsync_spy import spy_fsync
 
 from eventlog.artifacts import ArtifactFiles
 
@@ -17,19 +17,6 @@ SID = "sess_20260101_000000_a1b2"
 needs_proc = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="names fsynced fds through /proc/self/fd"
 )
-
-
-def spy_fsync(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the path of every fd passed to ``os.fsync`` from now on."""
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
-    return synced
 
 
 @needs_proc

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _fsync_spy import spy_fsync
 from structlog.testing import capture_logs
 
 from eventlog.clock import ManualClock
@@ -272,14 +273,7 @@ def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
     project = tmp_path / "project"
     project.mkdir()
     path = wal_path(project, "sess_1", "plan")
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = spy_fsync(monkeypatch)
     _write(path, EVENTS[:1])
     monkeypatch.undo()
     root = project.resolve()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,30 +58,30 @@ def _wait(futures: list[CommitFuture]) -> list[StoredEvent]:
     return [stored for f in futures for stored in f.get(timeout=WAIT)]
 
 
+def _commit_sizes_of_requests_queued_while_busy(path: Path, n: int, **options: Any) -> list[int]:
+    """Hold the writer in its first commit, queue ``n`` requests, release it; return the
+    size of every commit."""
+    gate = Gate()
+    writer = Writer(SQLiteStore(path), after_commit=gate, **options)
+    first = writer.submit(created())
+    assert gate.entered.wait(WAIT)
+    queued = [writer.submit(todo(str(i))) for i in range(n)]
+    gate.release.set()
+    _wait([first, *queued])
+    writer.stop()
+    return [len(batch) for batch in gate.commits]
+
+
 def test_requests_queued_while_the_writer_is_busy_commit_in_one_transaction(
     path: Path,
 ) -> None:
-    gate = Gate()
-    writer = Writer(SQLiteStore(path), after_commit=gate)
-    first = writer.submit(created())
-    assert gate.entered.wait(WAIT)
-    queued = [writer.submit(todo(str(i))) for i in range(500)]
-    gate.release.set()
-    _wait([first, *queued])
-    writer.stop()
-    assert [1, 500] == [len(batch) for batch in gate.commits]
+    assert [1, 500] == _commit_sizes_of_requests_queued_while_busy(path, 500)
 
 
 def test_max_batch_bounds_the_size_of_one_transaction(path: Path) -> None:
-    gate = Gate()
-    writer = Writer(SQLiteStore(path), max_batch=100, after_commit=gate)
-    first = writer.submit(created())
-    assert gate.entered.wait(WAIT)
-    queued = [writer.submit(todo(str(i))) for i in range(250)]
-    gate.release.set()
-    _wait([first, *queued])
-    writer.stop()
-    assert [1, 100, 100, 50] == [len(batch) for batch in gate.commits]
+    assert [1, 100, 100, 50] == _commit_sizes_of_requests_queued_while_busy(
+        path, 250, max_batch=100
+    )
 
 
 def test_a_future_resolves_only_after_its_transaction_committed(path: Path) -> None:

@@ -45,6 +45,12 @@ class Where:
         return ["--home", str(self.home), "--project", str(self.project)]
 
 
+def script_model(path: Path, *rules: dict[str, Any]) -> str:
+    """Write a model script of ``rules`` to ``path``; return the ``--model`` spec naming it."""
+    path.write_text(json.dumps({"rules": list(rules)}))
+    return f"scripted:{path}"
+
+
 def invoke(where: Where | None, *args: str) -> CliResult:
     """Run ``clew ARGS --home … --project …`` in this process; capture stdout and stderr."""
     out, err = io.StringIO(), io.StringIO()

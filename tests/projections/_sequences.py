@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from _events import stored_event
 from hypothesis import strategies as st
 
 from eventlog.blocks import (
@@ -41,8 +42,6 @@ from eventlog.events import (
     TokenUsage,
     ToolCallStarted,
     Usage,
-    event_type_of,
-    level_of,
 )
 from eventlog.records import StoredEvent
 
@@ -314,18 +313,15 @@ def to_stored(steps: list[Step], session_id: str = SESSION_ID) -> list[StoredEve
             else None
         )
         out.append(
-            StoredEvent(
+            stored_event(
+                seq,
+                event,
                 event_id=f"{step.run_id}#{rs}" if step.run_id else f"{session_id}#s{seq}",
-                seq=seq,
                 run_seq=rs,
                 agent_id=step.agent_id,
                 run_id=step.run_id,
-                level=level_of(event),
-                event_type=event_type_of(event),
                 node_id=node_id,
-                tool_call_id=None,
                 created_at=step.created_at,
-                event=event,
             )
         )
     return out

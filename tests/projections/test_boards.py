@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from _events import stored_event
+
 from eventlog.events import (
     AgentCreated,
     AgentStatusChanged,
@@ -11,26 +15,11 @@ from eventlog.events import (
     RunStarted,
     SessionArchived,
     SessionCreated,
-    event_type_of,
 )
 from eventlog.records import StoredEvent
 from projections.boards import rebuild
 
-
-def stored(seq: int, event: Event, run_id: str | None = None) -> StoredEvent:
-    return StoredEvent(
-        event_id=f"s#{seq}",
-        seq=seq,
-        run_seq=None,
-        agent_id="main",
-        run_id=run_id,
-        level="info",
-        event_type=event_type_of(event),
-        node_id=None,
-        tool_call_id=None,
-        created_at=f"t{seq}",
-        event=event,
-    )
+stored = partial(stored_event, agent_id="main")
 
 
 def history(*events: Event) -> list[StoredEvent]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from _events import node
+from _events import stored_event as stored
 from _sequences import stored_histories
 from hypothesis import given, settings
 
-from eventlog.blocks import TextBlock
 from eventlog.errors import IntegrityError
-from eventlog.events import ActiveNodeSwitched, Event, Node, NodeAppended, event_type_of
+from eventlog.events import ActiveNodeSwitched, Event, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
 from projections.errors import BranchRefused, UnknownNode
 from projections.tree import (
@@ -18,33 +19,6 @@ from projections.tree import (
     fold,
     rebuild,
 )
-
-
-def node(node_id: str, parent: str | None, role: str = "user", node_type: str = "message") -> Node:
-    return Node(
-        node_id=node_id,
-        parent_id=parent,
-        agent_id="a",
-        role=role,  # type: ignore[arg-type]
-        node_type=node_type,
-        content=[TextBlock(text=node_id)],
-    )  # type: ignore[arg-type]
-
-
-def stored(seq: int, event: Event) -> StoredEvent:
-    return StoredEvent(
-        event_id=f"s#{seq}",
-        seq=seq,
-        run_seq=None,
-        agent_id="a",
-        run_id=None,
-        level="info",
-        event_type=event_type_of(event),
-        node_id=None,
-        tool_call_id=None,
-        created_at=f"t{seq}",
-        event=event,
-    )
 
 
 def events_of(*items: Node | str) -> list[StoredEvent]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from _events import stored_event
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +18,6 @@ from eventlog.events import (
     SessionCreated,
     WorkerFailed,
     WorkerResultReceived,
-    event_type_of,
 )
 from eventlog.packets import WorkerResult
 from eventlog.records import StoredEvent
@@ -61,20 +63,7 @@ def test_clipping_never_exceeds_the_limit_and_keeps_a_prefix(text: str, limit: i
     assert text.startswith(clipped.removesuffix(mark))
 
 
-def stored(seq: int, event: Event) -> StoredEvent:
-    return StoredEvent(
-        event_id=f"e{seq}",
-        seq=seq,
-        run_seq=None,
-        agent_id="main",
-        run_id=None,
-        level="info",
-        event_type=event_type_of(event),
-        node_id=None,
-        tool_call_id=None,
-        created_at="t",
-        event=event,
-    )
+stored = partial(stored_event, agent_id="main")
 
 
 def session(prompt: str, summary: str, workers: int = 1) -> list[StoredEvent]:

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
+from _events import stored_event
 from _sequences import stored_histories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog.events import Event, ModelRequested, TokenUsage, Usage, event_type_of
+from eventlog.events import Event, ModelRequested, TokenUsage, Usage
 from eventlog.records import StoredEvent
 from projections import timeline, usage
 from projections.usage import Totals
 
 
 def stored(seq: int, event: Event, run_id: str | None = None, agent: str = "a") -> StoredEvent:
-    return StoredEvent(
-        event_id=f"e{seq}",
-        seq=seq,
-        run_seq=None,
-        agent_id=agent,
-        run_id=run_id,
-        level="info",
-        event_type=event_type_of(event),
-        node_id=None,
-        tool_call_id=None,
-        created_at="same time",
-        event=event,
-    )
+    return stored_event(seq, event, run_id=run_id, agent_id=agent, created_at="same time")
 
 
 def tokens(model: str, role: str, phase: str, n: int) -> TokenUsage:

@@ -21,9 +21,9 @@ from typing import Any
 
 import msgspec
 
-from actors.models.protocol import ModelRequest, ModelResponse
-from actors.models.providers.http import HttpModel, HttpOptions, JsonHttpClient
-from actors.models.providers.mapping import block_text, tool_arguments
+from actors.models.protocol import ModelRequest, ModelResponse, ToolSpec
+from actors.models.providers.http import HttpModel, HttpOptions
+from actors.models.providers.mapping import block_text, optional_fields, tool_arguments
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 
@@ -59,36 +59,29 @@ class AnthropicModel(HttpModel):
         api_key: str | None = None,
         options: HttpOptions | None = None,
     ) -> None:
-        self.name = f"anthropic:{model}"
-        self.model = model
         headers = {"anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._http = JsonHttpClient(
-            label=self.name,
+        super().__init__(
+            "anthropic",
+            model,
             url=base_url.rstrip("/") + "/v1/messages",
             headers=headers,
-            secrets=(api_key or "",),
+            api_key=api_key,
             options=options,
         )
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` to ``/v1/messages`` and map the reply.
+    def _payload(self, request: ModelRequest) -> dict[str, Any]:
+        return messages_payload(self.model, request)
 
-        The adapter's own model name is sent; ``request.model`` is only recorded.
-
-        Raises:
-            ModelError: after the retry policy gave up, or for a reply it cannot map.
-        """
-        reply, _ = self._post(messages_payload(self.model, request), _Reply)
-        return response_from(reply, self.model)
+    def _response(self, data: Any) -> ModelResponse:
+        return response_from(self._convert(data, _Reply), self.model)
 
 
 # --- clew → wire ------------------------------------------------------------------------
 
 
-# One flat mapping of each block kind to the wire format; split, it hides the table.
-def messages_payload(model: str, request: ModelRequest) -> dict[str, Any]:  # noqa: C901
+def messages_payload(model: str, request: ModelRequest) -> dict[str, Any]:
     """Return the Messages API body for ``request``."""
     system = [request.system] if request.system else []
     turns: list[dict[str, Any]] = []
@@ -113,18 +106,12 @@ def messages_payload(model: str, request: ModelRequest) -> dict[str, Any]:  # no
     payload: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "messages": turns}
     if system:
         payload["system"] = "\n\n".join(system)
-    if request.temperature is not None:
-        payload["temperature"] = request.temperature
-    if request.tools:
-        payload["tools"] = [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": tool.parameters or {"type": "object", "properties": {}},
-            }
-            for tool in request.tools
-        ]
+    payload.update(optional_fields(request, _wire_tool))
     return payload
+
+
+def _wire_tool(tool: ToolSpec, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": schema}
 
 
 def wire_blocks(message: Message) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ import httpx
 import msgspec
 
 from actors.errors import ProviderConfigError
+from actors.models.protocol import ModelRequest, ModelResponse
 from eventlog.errors import ModelError
 
 EXCERPT_LIMIT = 200
@@ -324,13 +325,32 @@ _R = TypeVar("_R")
 
 
 class HttpModel:
-    """What both adapters share: a ``JsonHttpClient``, closing it, posting and typing a reply.
+    """What both adapters share: the client, the ``complete`` exchange, typing a reply, closing.
 
-    Subclasses set ``name`` and ``_http`` and implement ``complete``.
+    A subclass names its provider, endpoint and headers in ``__init__`` and maps a
+    request to its wire body (``_payload``) and the reply's JSON back (``_response``).
     """
 
-    name: str
-    _http: JsonHttpClient
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        *,
+        url: str,
+        headers: Mapping[str, str],
+        api_key: str | None,
+        options: HttpOptions | None,
+    ) -> None:
+        """Name the adapter ``provider:model`` and build its client; ``api_key`` never shows."""
+        self.name = f"{provider}:{model}"
+        self.model = model
+        self._http = JsonHttpClient(
+            label=self.name,
+            url=url,
+            headers=headers,
+            secrets=(api_key or "",),
+            options=options,
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, url={self._http.where!r})"
@@ -345,14 +365,35 @@ class HttpModel:
         """Release the HTTP connection pool (if this adapter created it)."""
         self._http.close()
 
-    def _post(self, payload: dict[str, Any], reply_type: type[_R]) -> tuple[_R, Any]:
-        """POST ``payload``; return the reply converted to ``reply_type`` and the raw data.
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` to the provider's endpoint and map the reply.
+
+        The adapter's own model name is sent; ``request.model`` is only recorded.
 
         Raises:
-            ModelError: the retry policy gave up, or the reply has the wrong shape.
+            ModelError: after the retry policy gave up, or for a reply it cannot map.
         """
-        data = self._http.post(payload)
+        return self._response(self._http.post(self._payload(request)))
+
+    def _payload(self, request: ModelRequest) -> dict[str, Any]:
+        """Return the wire body for ``request``."""
+        raise NotImplementedError
+
+    def _response(self, data: Any) -> ModelResponse:
+        """Map the reply's JSON object to a :class:`ModelResponse`.
+
+        Raises:
+            ModelError: the reply has a shape the adapter cannot map.
+        """
+        raise NotImplementedError
+
+    def _convert(self, data: Any, reply_type: type[_R]) -> _R:
+        """Return the reply's JSON ``data`` converted to ``reply_type``.
+
+        Raises:
+            ModelError: the reply has the wrong shape.
+        """
         try:
-            return msgspec.convert(data, reply_type), data
+            return msgspec.convert(data, reply_type)
         except msgspec.ValidationError as e:
             raise self._http.unexpected(data, str(e)) from None

@@ -1,12 +1,13 @@
-"""Mapping rules both wire formats share: blocks as text, tool arguments, end reasons."""
+"""What both wire formats share: blocks as text, tool arguments, end reasons, optional fields."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
+from actors.models.protocol import ModelRequest, ToolSpec
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -85,3 +86,23 @@ def tool_arguments(raw: Any) -> dict[str, Any]:
         if isinstance(decoded, dict):
             return decoded
     return {RAW_ARGUMENTS_KEY: raw if isinstance(raw, str) else json_text(raw)}
+
+
+def optional_fields(
+    request: ModelRequest, wire_tool: Callable[[ToolSpec, dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """Return the body fields a request sends only when set: ``temperature`` and ``tools``.
+
+    Args:
+        wire_tool: the provider's shape of one tool, given the tool and its JSON schema
+            (an empty object schema for a tool without parameters: both APIs want one).
+    """
+    fields: dict[str, Any] = {}
+    if request.temperature is not None:
+        fields["temperature"] = request.temperature
+    if request.tools:
+        fields["tools"] = [
+            wire_tool(tool, tool.parameters or {"type": "object", "properties": {}})
+            for tool in request.tools
+        ]
+    return fields

@@ -19,9 +19,14 @@ from typing import Any
 
 import msgspec
 
-from actors.models.protocol import ModelRequest, ModelResponse
-from actors.models.providers.http import HttpModel, HttpOptions, JsonHttpClient
-from actors.models.providers.mapping import joined_text, json_text, tool_arguments
+from actors.models.protocol import ModelRequest, ModelResponse, ToolSpec
+from actors.models.providers.http import HttpModel, HttpOptions
+from actors.models.providers.mapping import (
+    joined_text,
+    json_text,
+    optional_fields,
+    tool_arguments,
+)
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 from eventlog.ids import stable_hash
@@ -59,28 +64,21 @@ class OpenAIChatModel(HttpModel):
         options: HttpOptions | None = None,
         max_tokens_param: str = "max_tokens",
     ) -> None:
-        self.name = f"openai:{model}"
-        self.model = model
         self._max_tokens_param = max_tokens_param
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = JsonHttpClient(
-            label=self.name,
+        super().__init__(
+            "openai",
+            model,
             url=base_url.rstrip("/") + "/chat/completions",
-            headers=headers,
-            secrets=(api_key or "",),
+            headers={"authorization": f"Bearer {api_key}"} if api_key else {},
+            api_key=api_key,
             options=options,
         )
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` to ``/chat/completions`` and map the reply.
+    def _payload(self, request: ModelRequest) -> dict[str, Any]:
+        return chat_payload(self.model, request, self._max_tokens_param)
 
-        The adapter's own model name is sent; ``request.model`` is only recorded.
-
-        Raises:
-            ModelError: after the retry policy gave up, or for a reply it cannot map.
-        """
-        payload = chat_payload(self.model, request, self._max_tokens_param)
-        completion, data = self._post(payload, _Completion)
+    def _response(self, data: Any) -> ModelResponse:
+        completion = self._convert(data, _Completion)
         if not completion.choices:
             raise self._http.unexpected(data, "no choices")
         return response_from(completion, self.model)
@@ -101,21 +99,15 @@ def chat_payload(model: str, request: ModelRequest, max_tokens_param: str) -> di
         "messages": messages,
         max_tokens_param: request.max_tokens,
     }
-    if request.temperature is not None:
-        payload["temperature"] = request.temperature
-    if request.tools:
-        payload["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters or {"type": "object", "properties": {}},
-                },
-            }
-            for tool in request.tools
-        ]
+    payload.update(optional_fields(request, _wire_tool))
     return payload
+
+
+def _wire_tool(tool: ToolSpec, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": schema},
+    }
 
 
 def wire_messages(message: Message) -> list[dict[str, Any]]:

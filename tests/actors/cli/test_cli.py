@@ -16,11 +16,13 @@ from _cli_helpers import (
     count_events,
     invoke,
     run_process,
+    script_model,
     spawn,
     sql,
     total_rows,
 )
 from _processes import ROOT
+from _runtime_helpers import route, rule, worker
 from fake_server import FakeServer, Reply
 
 TASK_IDS = ["w1", "w2", "w3", "primary", "review"]
@@ -97,28 +99,15 @@ def test_demo_json_is_one_document_with_the_outcome_and_the_replay(
 def test_run_with_a_scripted_model_prints_the_answer_and_records_the_spec(
     empty: Where, tmp_path: Path
 ) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            {
-                "rules": [
-                    {
-                        "role": "router",
-                        "replies": [{"json": {"primary_role": "lead", "workers": []}}],
-                    },
-                    {"role": "lead", "replies": [{"text": "Hello from the script."}]},
-                ]
-            }
-        )
+    model = script_model(
+        tmp_path / "script.json", route(), rule("lead", {"text": "Hello from the script."})
     )
-    result = invoke(empty, "run", "Say hello", "--model", f"scripted:{script}")
+    result = invoke(empty, "run", "Say hello", "--model", model)
     assert 0 == result.code, result.err
     assert "Hello from the script.\n" == result.out
     sid = result.err.split()[1]
     exported = [json.loads(line) for line in invoke(empty, "export", sid).out.splitlines()]
-    assert {"scenario": "run", "model": f"scripted:{script}"} == (
-        exported[0]["payload"]["metadata"]
-    )
+    assert {"scenario": "run", "model": model} == exported[0]["payload"]["metadata"]
 
 
 def test_run_through_an_openai_compatible_server_completes_and_replays(empty: Where) -> None:
@@ -163,9 +152,7 @@ def test_run_with_a_bad_or_unreachable_model_is_one_line_and_exit_2(
 
 
 def test_run_refuses_a_script_that_is_not_a_valid_script(empty: Where, tmp_path: Path) -> None:
-    script = tmp_path / "bad.json"
-    script.write_text('{"rules": []}')
-    result = invoke(empty, "run", "hello", "--model", f"scripted:{script}")
+    result = invoke(empty, "run", "hello", "--model", script_model(tmp_path / "bad.json"))
     assert (2, 1) == (result.code, len(result.err_lines()))
     assert "invalid script at rules" in result.err
 
@@ -539,31 +526,13 @@ def test_a_fault_injected_kill_after_40_events_is_resumed_by_the_cli(empty: Wher
 def test_a_killed_scripted_run_resumes_with_the_recorded_model_spec(
     empty: Where, tmp_path: Path
 ) -> None:
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            {
-                "rules": [
-                    {
-                        "role": "router",
-                        "replies": [
-                            {
-                                "json": {
-                                    "primary_role": "lead",
-                                    "workers": [{"id": "w1", "role": "helper", "goal": "help"}],
-                                }
-                            }
-                        ],
-                    },
-                    {"role": "helper", "replies": [{"text": "helped"}]},
-                    {"role": "lead", "replies": [{"text": "Done."}]},
-                ]
-            }
-        )
+    model = script_model(
+        tmp_path / "script.json",
+        route([worker("w1", "helper", "help")]),
+        rule("helper", {"text": "helped"}),
+        rule("lead", {"text": "Done."}),
     )
-    killed = run_process(
-        empty, "run", "go", "--model", f"scripted:{script}", CLEW_FAULT_KILL_AFTER_EVENTS="12"
-    )
+    killed = run_process(empty, "run", "go", "--model", model, CLEW_FAULT_KILL_AFTER_EVENTS="12")
     assert -signal.SIGKILL == killed.code
     [info] = invoke(empty, "sessions", "--json").json()
     assert info["interrupted"]

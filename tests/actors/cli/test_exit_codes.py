@@ -60,23 +60,21 @@ def test_the_tree_holds_the_refusals_and_failures_of_every_layer() -> None:
     assert {ClewError, StoreError, TaskWalCorrupt, PlanError} <= set(FAILURES)
 
 
-@pytest.mark.parametrize("cls", REFUSALS, ids=_name)
-def test_every_refusal_exits_2_with_one_error_line(
-    cls: type[ClewError], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+#: Every error class with the exit code it must give: 2 for a refusal, 1 for the rest.
+EXIT_CODES = [pytest.param(cls, 2, id=f"2-{_name(cls)}") for cls in REFUSALS] + [
+    pytest.param(cls, 1, id=f"1-{_name(cls)}") for cls in FAILURES
+]
+
+
+@pytest.mark.parametrize(("cls", "code"), EXIT_CODES)
+def test_a_refusal_exits_2_and_any_other_clew_error_1_with_one_error_line(
+    cls: type[ClewError],
+    code: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     message = _raise_from_the_app(monkeypatch, cls)
 
-    code = cli_main.main(["sessions"])
+    actual = cli_main.main(["sessions"])
 
-    assert (2, "", f"error: {message}\n") == (code, *capsys.readouterr())
-
-
-@pytest.mark.parametrize("cls", FAILURES, ids=_name)
-def test_every_other_clew_error_exits_1_with_one_error_line(
-    cls: type[ClewError], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    message = _raise_from_the_app(monkeypatch, cls)
-
-    code = cli_main.main(["sessions"])
-
-    assert (1, "", f"error: {message}\n") == (code, *capsys.readouterr())
+    assert (code, "", f"error: {message}\n") == (actual, *capsys.readouterr())

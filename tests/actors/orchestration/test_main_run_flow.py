@@ -6,9 +6,6 @@ Every test is a real run on a real SQLite file under ``tmp_path`` with a Scripte
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import apsw
 import pydantic
 import pytest
@@ -46,13 +43,6 @@ from eventlog.events import (
 from eventlog.ids import wal_name_for
 
 PROMPT = "Compare three note-taking apps and recommend one."
-
-
-@pytest.fixture
-def rt(tmp_path: Path) -> Iterator[Runtime]:
-    runtime = Runtime(tmp_path / "home", tmp_path / "project")
-    yield runtime
-    runtime.close()
 
 
 def two_workers() -> ScriptedModel:

@@ -6,7 +6,6 @@ session replays identically and verifies.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pydantic
@@ -32,13 +31,6 @@ from eventlog.events import (
 from eventlog.packets import HandoffPacket, WorkerResult
 
 PROMPT = "Add up the numbers and report."
-
-
-@pytest.fixture
-def rt(tmp_path: Path) -> Iterator[Runtime]:
-    runtime = Runtime(tmp_path / "home", tmp_path / "project")
-    yield runtime
-    runtime.close()
 
 
 class AddArgs(pydantic.BaseModel):

@@ -6,9 +6,6 @@ worker run, on a real session.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pydantic
 import pytest
 from _runtime_helpers import Recorded, route, rule, run_session, scripted, worker
@@ -18,13 +15,6 @@ from actors.runtime.runtime import Runtime
 from eventlog.events import NodeAppended
 
 PROMPT = "Write a short market note about bicycles."
-
-
-@pytest.fixture
-def rt(tmp_path: Path) -> Iterator[Runtime]:
-    runtime = Runtime(tmp_path / "home", tmp_path / "project")
-    yield runtime
-    runtime.close()
 
 
 class TopicArgs(pydantic.BaseModel):

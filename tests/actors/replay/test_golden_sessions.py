@@ -90,6 +90,13 @@ def opened(golden: Golden, dest: Path) -> Iterator[Runtime]:
         yield rt
 
 
+def cli_on_a_copy(golden: Golden, dest: Path, *commands: str) -> list[int]:
+    """Run ``clew <command> <session>`` for each command on one fresh copy; return the codes."""
+    home, project = copy_fixture(golden, dest)
+    where = ["--home", str(home), "--project", str(project)]
+    return [main([command, golden.session_id, *where]) for command in commands]
+
+
 Call = tuple[str, int]  # (run_id, call_index)
 
 
@@ -229,10 +236,7 @@ def test_in_doubt_tool_calls_of_a_golden_session_are_settled_by_idempotency(
 def test_the_cli_resumes_an_interrupted_golden_session(
     golden: Golden, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home, project = copy_fixture(golden, tmp_path)
-    where = ["--home", str(home), "--project", str(project)]
-    sid = golden.session_id
-    codes = [main([command, sid, *where]) for command in ("resume", "replay", "verify")]
+    codes = cli_on_a_copy(golden, tmp_path, "resume", "replay", "verify")
     assert [0, 0, 0] == codes, capsys.readouterr().err
 
 
@@ -240,7 +244,5 @@ def test_the_cli_resumes_an_interrupted_golden_session(
 def test_the_cli_replays_and_verifies_a_golden_session(
     golden: Golden, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    home, project = copy_fixture(golden, tmp_path)
-    where = ["--home", str(home), "--project", str(project)]
-    codes = [main([command, golden.session_id, *where]) for command in ("replay", "verify")]
+    codes = cli_on_a_copy(golden, tmp_path, "replay", "verify")
     assert [0, 0] == codes, capsys.readouterr().err

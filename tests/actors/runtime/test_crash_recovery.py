@@ -83,9 +83,14 @@ def _assert_recovered(home: Path, project: Path, sid: str, reference: Shape) -> 
     assert [] == [line for line, c in collections.Counter(lines).items() if c > 1]
 
 
-def _kill_then_resume(
-    tmp_path: Path, fault: dict[str, str], resume_fault: dict[str, str] | None = None
-) -> tuple[Path, Path, str]:
+def _kill_resume_and_assert_recovered(
+    tmp_path: Path,
+    reference: Shape,
+    fault: dict[str, str],
+    resume_fault: dict[str, str] | None = None,
+) -> None:
+    """Kill the demo at ``fault`` (and its first resume at ``resume_fault``), resume it, and
+    assert it recovered to ``reference``."""
     home, project = tmp_path / "home", tmp_path / "proj"
     killed = run_crash_demo(home, project, "run", str(WORKERS), env=fault)
     assert -9 == killed.returncode, (killed.returncode, killed.stderr[-2000:])
@@ -102,30 +107,30 @@ def _kill_then_resume(
         assert -9 == again.returncode, again.stderr[-2000:]
     resumed = run_crash_demo(home, project, "resume", sid, str(WORKERS))
     assert 0 == resumed.returncode, resumed.stderr[-2000:]
-    return home, project, sid
+    _assert_recovered(home, project, sid, reference)
 
 
 @pytest.mark.parametrize("k", EVENT_POINTS)
 def test_a_session_killed_after_the_kth_commit_resumes_to_the_same_tree(
     tmp_path: Path, k: int, reference: Shape
 ) -> None:
-    home, project, sid = _kill_then_resume(tmp_path, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)})
-    _assert_recovered(home, project, sid, reference)
+    _kill_resume_and_assert_recovered(tmp_path, reference, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)})
 
 
 @pytest.mark.parametrize("k", TOOL_POINTS)
 def test_a_session_killed_right_before_a_tool_runs_resumes_without_running_it_twice(
     tmp_path: Path, k: int, reference: Shape
 ) -> None:
-    home, project, sid = _kill_then_resume(tmp_path, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(k)})
-    _assert_recovered(home, project, sid, reference)
+    _kill_resume_and_assert_recovered(tmp_path, reference, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(k)})
 
 
 @pytest.mark.parametrize(("k", "j"), [(30, 12), (60, 25)])
 def test_killing_a_resume_and_resuming_again_converges(
     tmp_path: Path, k: int, j: int, reference: Shape
 ) -> None:
-    home, project, sid = _kill_then_resume(
-        tmp_path, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)}, {"CLEW_FAULT_KILL_AFTER_EVENTS": str(j)}
+    _kill_resume_and_assert_recovered(
+        tmp_path,
+        reference,
+        {"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)},
+        {"CLEW_FAULT_KILL_AFTER_EVENTS": str(j)},
     )
-    _assert_recovered(home, project, sid, reference)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from eventlog.errors import InvalidSessionId, StoreError
@@ -14,15 +13,20 @@ from eventlog.sqlite import SQLiteStore
 from tests.eventlog.store_conformance import SID, append, appended, at, created, node, todo
 
 
-def _failing_at(step: str, error: BaseException) -> tuple[Callable[[str], None], list[bool]]:
-    armed = [False]
+def _store_failing_once_at(tmp_path: Path, step: str, error: BaseException) -> SQLiteStore:
+    """Return a store holding session ``SID`` whose next pass through ``step`` raises ``error``."""
+    armed = False
 
     def hook(name: str) -> None:
-        if armed[0] and name == step:
-            armed[0] = False
+        nonlocal armed
+        if armed and name == step:
+            armed = False
             raise error
 
-    return hook, armed
+    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
+    append(store, created())
+    armed = True
+    return store
 
 
 # --- atomicity: a node and its event, both or neither ---------------------------------------
@@ -31,10 +35,7 @@ def _failing_at(step: str, error: BaseException) -> tuple[Callable[[str], None],
 def test_a_failure_between_the_node_row_and_the_event_row_leaves_neither(
     tmp_path: Path,
 ) -> None:
-    hook, armed = _failing_at("before_event_row", StoreError("injected"))
-    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
-    append(store, created())
-    armed[0] = True
+    store = _store_failing_once_at(tmp_path, "before_event_row", StoreError("injected"))
     [result] = store.append_batch([appended(node("n1", run_id="r1"))])
     assert isinstance(result, StoreError)
     assert [] == store.read_nodes(SID)
@@ -48,10 +49,7 @@ def test_a_failure_between_the_node_row_and_the_event_row_leaves_neither(
 
 
 def test_an_unexpected_exception_mid_batch_rolls_back_the_whole_batch(tmp_path: Path) -> None:
-    hook, armed = _failing_at("before_event_row", RuntimeError("bug"))
-    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
-    append(store, created())
-    armed[0] = True
+    store = _store_failing_once_at(tmp_path, "before_event_row", RuntimeError("bug"))
     results = store.append_batch([todo("a"), appended(node("n1")), todo("b")])
     assert all(isinstance(r, StoreError) for r in results)
     assert 1 == len(store.read_events(SID))
@@ -63,10 +61,7 @@ def test_an_unexpected_exception_mid_batch_rolls_back_the_whole_batch(tmp_path: 
 
 
 def test_a_failure_before_the_materialised_rows_leaves_no_row(tmp_path: Path) -> None:
-    hook, armed = _failing_at("before_materialise", StoreError("injected"))
-    store = SQLiteStore(tmp_path / "s.sqlite", fault_hook=hook)
-    append(store, created())
-    armed[0] = True
+    store = _store_failing_once_at(tmp_path, "before_materialise", StoreError("injected"))
     [result] = store.append_batch([appended(node("n1"))])
     assert isinstance(result, StoreError)
     assert ([], 1) == (store.read_nodes(SID), len(store.read_events(SID)))

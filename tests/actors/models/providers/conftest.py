@@ -5,12 +5,16 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Iterator
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import pytest
 from fake_server import TEST_KEY, FakeClock, FakeServer
 
 from actors.models.providers import AnthropicModel, HttpOptions, OpenAIChatModel, RetryPolicy
+from actors.models.providers.http import HttpModel
+
+M = TypeVar("M", bound=HttpModel)
 
 
 @pytest.fixture
@@ -40,40 +44,27 @@ def options(clock: FakeClock) -> HttpOptions:
 def openai_model(
     server: FakeServer, options: HttpOptions
 ) -> Iterator[Callable[..., OpenAIChatModel]]:
-    made: list[OpenAIChatModel] = []
-
-    def make(api_key: str | None = TEST_KEY, **overrides: Any) -> OpenAIChatModel:
-        model = OpenAIChatModel(
-            "gpt-test",
-            base_url=server.url + "/v1",
-            api_key=api_key,
-            options=_with(options, overrides),
-        )
-        made.append(model)
-        return model
-
-    yield make
-    for model in made:
-        model.close()
+    yield from _closing_maker(
+        partial(OpenAIChatModel, "gpt-test", base_url=server.url + "/v1"), options
+    )
 
 
 @pytest.fixture
 def anthropic_model(
     server: FakeServer, options: HttpOptions
 ) -> Iterator[Callable[..., AnthropicModel]]:
-    made: list[AnthropicModel] = []
+    yield from _closing_maker(partial(AnthropicModel, "claude-test", base_url=server.url), options)
 
-    def make(api_key: str | None = TEST_KEY, **overrides: Any) -> AnthropicModel:
-        model = AnthropicModel(
-            "claude-test", base_url=server.url, api_key=api_key, options=_with(options, overrides)
-        )
+
+def _closing_maker(build: Callable[..., M], options: HttpOptions) -> Iterator[Callable[..., M]]:
+    """Yield ``make(api_key=TEST_KEY, **option_overrides)``; close every adapter it made after."""
+    made: list[M] = []
+
+    def make(api_key: str | None = TEST_KEY, **overrides: Any) -> M:
+        model = build(api_key=api_key, options=dataclasses.replace(options, **overrides))
         made.append(model)
         return model
 
     yield make
     for model in made:
         model.close()
-
-
-def _with(options: HttpOptions, overrides: dict[str, Any]) -> HttpOptions:
-    return dataclasses.replace(options, **overrides)

@@ -5,26 +5,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
+from _provider_helpers import ask, user
 from fake_server import TEST_KEY, FakeServer, Reply, anthropic_reply
 
 from actors.errors import ProviderConfigError
-from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.protocol import ModelResponse, ToolSpec
 from actors.models.providers import AnthropicModel, model_from_spec
 from eventlog.blocks import JsonBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 
 Make = Callable[..., AnthropicModel]
-
-
-def user(text: str) -> Message:
-    return Message(role="user", content=[TextBlock(text=text)])
-
-
-def ask(model: Model, *messages: Message, **fields: Any) -> ModelResponse:
-    return model.complete(ModelRequest(model=model.name, messages=list(messages), **fields))
 
 
 def test_a_plain_reply_maps_to_text_usage_and_end_turn(

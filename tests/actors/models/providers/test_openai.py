@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
+from _provider_helpers import ask, user
 from fake_server import TEST_KEY, FakeServer, Reply, openai_reply
 
 from actors.errors import ProviderConfigError
-from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.protocol import ModelResponse, ToolSpec
 from actors.models.providers import OpenAIChatModel, model_from_spec
 from eventlog.blocks import (
     ArtifactRefBlock,
@@ -25,14 +25,6 @@ from eventlog.errors import ModelError
 from eventlog.events import Usage
 
 Make = Callable[..., OpenAIChatModel]
-
-
-def user(text: str) -> Message:
-    return Message(role="user", content=[TextBlock(text=text)])
-
-
-def ask(model: Model, *messages: Message, **fields: Any) -> ModelResponse:
-    return model.complete(ModelRequest(model=model.name, messages=list(messages), **fields))
 
 
 def test_a_plain_reply_maps_to_text_usage_and_end_turn(
