@@ -90,31 +90,38 @@ def test_the_request_that_failed_the_optimistic_pass_is_not_run_again(tmp_path: 
     store.close()
 
 
-def test_an_invalid_session_id_in_a_batch_does_not_stop_the_valid_ones(tmp_path: Path) -> None:
+def _batch_with_a_bad_request_in_the_middle(
+    tmp_path: Path, bad: AppendRequest
+) -> tuple[list[object], list[int]]:
+    """Append ``[todo a, bad, todo b]`` as one batch after the session's creation; return
+    the batch's results and the seqs then stored."""
     store = SQLiteStore(tmp_path / "s.sqlite")
     append(store, created())
+    results: list[object] = list(store.append_batch([todo("a"), bad, todo("b")]))
+    seqs = [e.seq for e in store.read_events(SID)]
+    store.close()
+    return results, seqs
+
+
+def test_an_invalid_session_id_in_a_batch_does_not_stop_the_valid_ones(tmp_path: Path) -> None:
     bad = AppendRequest(
         session_id="a;DROP TABLE sessions",
         event=TodoUpdated(todo_id="t", status="ready"),
         created_at=at(),
     )
-    results = store.append_batch([todo("a"), bad, todo("b")])
+    results, seqs = _batch_with_a_bad_request_in_the_middle(tmp_path, bad)
     assert [list, InvalidSessionId, list] == [
         list if isinstance(r, list) else type(r) for r in results
     ]
-    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
-    store.close()
+    assert [1, 2, 3] == seqs
 
 
 def test_an_unencodable_payload_fails_only_its_own_request(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.sqlite")
-    append(store, created())
     bad = AppendRequest(
         session_id=SID,
         event=AgentCreated(agent_id="a1", agent_type="sub", metadata={"x": object()}),
         created_at="t",
     )
-    results = store.append_batch([todo("a"), bad, todo("b")])
+    results, seqs = _batch_with_a_bad_request_in_the_middle(tmp_path, bad)
     assert [False, True, False] == [isinstance(r, StoreError) for r in results]
-    assert [1, 2, 3] == [e.seq for e in store.read_events(SID)]
-    store.close()
+    assert [1, 2, 3] == seqs
