@@ -230,22 +230,11 @@ def replay_wal(
             behind a symlink below ``root`` or is over :data:`MAX_WAL_BYTES`.
     """
     p = os.fspath(path)
-    where = Path(p)
-    top = where.parent if root is None else Path(root)
-    try:
-        fd = open_under(top, where, os.O_RDONLY)
-        if fd is None:
-            return ReplayResult(path=p, records=[])
-        try:
-            data = read_fd(fd, MAX_WAL_BYTES, where, _WHAT)
-            identity = _identity(fd)
-        finally:
-            os.close(fd)
-    except UnsafeFile as e:
-        raise TaskWalError(str(e)) from e
-    except OSError as e:
-        raise TaskWalError(f"{p}: cannot read the task WAL: {e}") from e
-
+    top = Path(p).parent if root is None else Path(root)
+    read = _read_wal(top, Path(p))
+    if read is None:
+        return ReplayResult(path=p, records=[])
+    data, identity = read
     # One read and one split: ~10× faster than iterating the file object line by line.
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline, else a torn fragment
@@ -277,8 +266,29 @@ def replay_wal(
         repaired=repair,
     )
     if repair:
-        _cut(top, where, good, identity)
+        _cut(top, Path(p), good, identity)
     return ReplayResult(path=p, records=records, truncated_tail=True, truncated_bytes=len(tail))
+
+
+def _read_wal(root: Path, path: Path) -> tuple[bytes, tuple[int, int]] | None:
+    """Return the bytes of the WAL and the identity of its inode; None when it is missing.
+
+    Raises:
+        TaskWalError: not a regular file reached from ``root`` without a symlink, over
+            :data:`MAX_WAL_BYTES`, or unreadable.
+    """
+    try:
+        fd = open_under(root, path, os.O_RDONLY)
+        if fd is None:
+            return None
+        try:
+            return read_fd(fd, MAX_WAL_BYTES, path, _WHAT), _identity(fd)
+        finally:
+            os.close(fd)
+    except UnsafeFile as e:
+        raise TaskWalError(str(e)) from e
+    except OSError as e:
+        raise TaskWalError(f"{path}: cannot read the task WAL: {e}") from e
 
 
 def _identity(fd: int) -> tuple[int, int]:
