@@ -257,9 +257,13 @@ class JsonHttpClient:
         policy = self._policy
         start = self._clock()
         attempt = 0
+        error: ModelError | None = None
         while True:
             attempt += 1
             remaining = policy.deadline - (self._clock() - start)
+            if remaining <= 0 and error is not None:  # the last wait overslept the deadline
+                tail = "; not retried: the retry deadline passed"
+                raise self._final(error, attempt - 1, tail) from None
             try:
                 return self._attempt(body, min(self._timeout, remaining))
             except _Attempt as failed:

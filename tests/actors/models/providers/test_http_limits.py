@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_server import FakeServer, Reply, openai_reply
+from fake_server import FakeClock, FakeServer, Reply, openai_reply
 
 from actors.errors import ProviderConfigError
 from actors.models.protocol import ModelRequest
@@ -34,6 +34,12 @@ REQUEST = ModelRequest(
 )
 BODY = json.dumps(openai_reply("fine")).encode()
 ONCE = RetryPolicy(max_attempts=1)
+
+
+def failure(make: MakeOpenAI, **overrides: object) -> ModelError:
+    with pytest.raises(ModelError) as caught:
+        make(**overrides).complete(REQUEST)
+    return caught.value
 
 
 def timed_failure(make: MakeOpenAI, **overrides: object) -> tuple[ModelError, float]:
@@ -84,6 +90,20 @@ def test_retries_of_a_dripping_server_all_end_by_the_deadline(
     assert "timed out after" in str(error)
     assert 1.2 <= took < 2.0
     assert 3 <= len(server.requests) < 10
+
+
+def test_no_attempt_starts_when_a_wait_overslept_the_deadline(
+    server: FakeServer, clock: FakeClock, openai_model: MakeOpenAI
+) -> None:
+    server.reply(Reply(status=503), Reply(body=BODY))
+
+    def oversleep(seconds: float) -> None:
+        clock.now += seconds + 60  # a suspended laptop, a starved thread
+
+    error = failure(openai_model, sleep=oversleep, retry=RetryPolicy(deadline=30))
+
+    assert str(error).endswith("(after 1 attempt; not retried: the retry deadline passed)")
+    assert 1 == len(server.requests)
 
 
 def test_a_callers_own_client_still_ends_a_dripping_body_between_chunks(
