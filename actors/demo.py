@@ -14,6 +14,7 @@ import pydantic
 
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool, Tool
+from eventlog.regular_files import open_under
 
 ROLES = ["researcher", "analyst", "engineer", "designer", "tester", "writer2"]
 DEMO_PROMPT = "Plan a small offline-first notes app: research, analyse, and propose a design."
@@ -116,11 +117,17 @@ def demo_tools(project_dir: Path) -> list[Tool]:
 
     def save_note(args: NoteArgs) -> str:
         """Append a note to the project's notes file (a side effect: not idempotent)."""
-        notes.parent.mkdir(parents=True, exist_ok=True)
-        with notes.open("a", encoding="utf-8") as f:
-            f.write(args.text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        # A private file (0600, in a 0700 .clew/) that must be a regular file reached
+        # without a symlink: a note never lands behind a link planted in the project.
+        fd = open_under(project_dir, notes, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        assert fd is not None  # O_CREAT: created when missing
+        try:
+            view = memoryview((args.text + "\n").encode())
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         return f"saved note {args.text!r}"
 
     return [

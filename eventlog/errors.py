@@ -27,6 +27,14 @@ class InvalidName(Refused, ValueError):
     """A caller-chosen name (a Task WAL name, an artifact name) is unsafe as a path."""
 
 
+class UnsafeFile(Refused):
+    """A file clew would read or write is not a plain regular file it may use.
+
+    A symlink where none may be (a Task WAL, a directory above it), a FIFO or a device, or
+    a file over its size limit: refused before anything is read, cut or written.
+    """
+
+
 class StoreError(ClewError):
     """The event store failed: the translated form of an apsw / OS error."""
 

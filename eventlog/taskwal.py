@@ -19,6 +19,11 @@ Recovery rule (see ``docs/tasks.md``): a line counts only if it ends with ``\\n`
 decodes. A bad *last* line is the artefact of a crash during an append that was never
 acknowledged: it is cut off and reported. A bad line anywhere else, or a gap in ``seq``,
 is corruption: the WAL is unavailable and the error names ``file:line``.
+
+Only a regular file is a Task WAL: the file and the directories between the project and
+it are opened without following symlinks, a FIFO or device is refused, and so is a file
+over :data:`MAX_WAL_BYTES` (``eventlog/regular_files.py``). Such a WAL is unavailable
+with the reason; nothing outside the project is read, cut or written.
 """
 
 from __future__ import annotations
@@ -33,14 +38,20 @@ import msgspec
 import structlog
 
 from eventlog.clock import Clock
-from eventlog.durable_fs import fsync_dir, make_dirs_durable
-from eventlog.errors import InvalidName, TaskWalCorrupt, TaskWalError
+from eventlog.errors import InvalidName, TaskWalCorrupt, TaskWalError, UnsafeFile
 from eventlog.ids import validate_session_id
+from eventlog.regular_files import MIB, open_dir_under, open_under, read_fd
 
 WAL_FORMAT_VERSION = 1
 WAL_SUFFIX = ".wal.jsonl"
 MAX_NAME_LEN = 100
 _NAME_RE = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_NAME_LEN}}}")
+#: The largest Task WAL replayed or grown. Replay reads the whole file at once (one read
+#: and one split are ~10× faster than line by line) and holds it with its lines, ~2× its
+#: size. 100k changes are 18.5 MB, so 256 MiB is ~1.4M changes — far past any DAG a
+#: session builds — while a runaway or hostile file cannot take the memory.
+MAX_WAL_BYTES = 256 * MIB
+_WHAT = "a Task WAL"
 
 TaskStatus = Literal["pending", "ready", "running", "completed", "failed", "cancelled", "blocked"]
 
@@ -143,6 +154,30 @@ def wal_path(project_dir: str | os.PathLike[str], session_id: str, name: str) ->
     return wal_dir(project_dir, session_id) / (validate_wal_name(name) + WAL_SUFFIX)
 
 
+def list_wal_names(project_dir: str | os.PathLike[str], session_id: str) -> list[str]:
+    """Return the names of the session's Task WALs on disk, sorted, following no symlink.
+
+    Raises:
+        TaskWalError: ``.clew``, ``tasks`` or the session directory is a symlink or not a
+            directory, or cannot be listed.
+    """
+    root = Path(project_dir)
+    directory = wal_dir(root, session_id)
+    try:
+        fd = open_dir_under(root, directory)
+        if fd is None:
+            return []
+        try:
+            entries = os.listdir(fd)  # noqa: PTH208 - an open dir fd: pathlib has no such call
+        finally:
+            os.close(fd)
+    except UnsafeFile as e:
+        raise TaskWalError(str(e)) from e
+    except OSError as e:
+        raise TaskWalError(f"{directory}: cannot list the task WALs: {e}") from e
+    return sorted(n.removesuffix(WAL_SUFFIX) for n in entries if n.endswith(WAL_SUFFIX))
+
+
 # --- replay ---------------------------------------------------------------------------------
 
 
@@ -175,27 +210,31 @@ def _decode_line(path: str, lineno: int, line: bytes) -> WalRecord:
 
 
 def replay_wal(
-    path: str | os.PathLike[str], *, repair: bool = True, log: Any = None
+    path: str | os.PathLike[str],
+    *,
+    repair: bool = True,
+    log: Any = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> ReplayResult:
     """Read every committed record of the WAL at ``path``, cutting a torn last line.
 
     A missing file is an empty WAL. With ``repair`` (the default) a torn last line is
     truncated away on disk (and fsynced); with ``repair=False`` it is only reported,
     so a read-only inspector never changes the file. ``log`` is a structlog logger
-    (bound with the session id by the caller) for the torn-tail warning.
+    (bound with the session id by the caller) for the torn-tail warning. No symlink is
+    followed below ``root`` (the project directory; default: the WAL's own directory).
 
     Raises:
         TaskWalCorrupt: a bad line before the last one, a seq gap, or a future format.
-        TaskWalError: the file cannot be read or repaired.
+        TaskWalError: the file cannot be read or repaired, is not a regular file, sits
+            behind a symlink below ``root`` or is over :data:`MAX_WAL_BYTES`.
     """
     p = os.fspath(path)
-    try:
-        data = Path(p).read_bytes()
-    except FileNotFoundError:
+    top = Path(p).parent if root is None else Path(root)
+    read = _read_wal(top, Path(p))
+    if read is None:
         return ReplayResult(path=p, records=[])
-    except OSError as e:
-        raise TaskWalError(f"{p}: cannot read the task WAL: {e}") from e
-
+    data, identity = read
     # One read and one split: ~10× faster than iterating the file object line by line.
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline, else a torn fragment
@@ -227,17 +266,55 @@ def replay_wal(
         repaired=repair,
     )
     if repair:
-        _cut(p, good)
+        _cut(top, Path(p), good, identity)
     return ReplayResult(path=p, records=records, truncated_tail=True, truncated_bytes=len(tail))
 
 
-def _cut(path: str, size: int) -> None:
-    """Truncate the WAL at ``path`` to its ``size`` good bytes, durably."""
+def _read_wal(root: Path, path: Path) -> tuple[bytes, tuple[int, int]] | None:
+    """Return the bytes of the WAL and the identity of its inode; None when it is missing.
+
+    Raises:
+        TaskWalError: not a regular file reached from ``root`` without a symlink, over
+            :data:`MAX_WAL_BYTES`, or unreadable.
+    """
     try:
-        with Path(path).open("r+b") as f:
-            f.truncate(size)
-            f.flush()
-            os.fsync(f.fileno())
+        fd = open_under(root, path, os.O_RDONLY)
+        if fd is None:
+            return None
+        try:
+            return read_fd(fd, MAX_WAL_BYTES, path, _WHAT), _identity(fd)
+        finally:
+            os.close(fd)
+    except UnsafeFile as e:
+        raise TaskWalError(str(e)) from e
+    except OSError as e:
+        raise TaskWalError(f"{path}: cannot read the task WAL: {e}") from e
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _cut(root: Path, path: Path, size: int, identity: tuple[int, int]) -> None:
+    """Truncate the WAL at ``path`` to its ``size`` good bytes, durably.
+
+    Only the very file that was read is cut: it is reopened without following a link and
+    must be the same inode, or nothing is changed.
+    """
+    try:
+        fd = open_under(root, path, os.O_WRONLY)
+        if fd is None:
+            raise FileNotFoundError(f"{path} vanished after it was read")
+        try:
+            if _identity(fd) != identity:
+                raise TaskWalError(f"{path}: replaced while it was read; not cut")
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except UnsafeFile as e:
+        raise TaskWalError(str(e)) from e
     except OSError as e:
         raise TaskWalError(f"{path}: cannot cut the torn last line: {e}") from e
 
@@ -259,9 +336,21 @@ class TaskWal:
     Not thread-safe on purpose: the task manager actor is its only caller.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, last_seq: int, clock: Clock) -> None:
-        """Open ``path`` for appending after ``last_seq`` committed lines (from a replay)."""
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        last_seq: int,
+        clock: Clock,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Open ``path`` for appending after ``last_seq`` committed lines (from a replay).
+
+        No symlink is followed below ``root`` (the project directory; default: the WAL's
+        own directory); directories and the file are created 0700 / 0600.
+        """
         self.path = Path(path)
+        self._root = self.path.parent if root is None else Path(root)
         self._last_seq = last_seq
         self._clock = clock
         self._fd: int | None = None
@@ -274,14 +363,14 @@ class TaskWal:
 
     def _open_fd(self) -> int:
         if self._fd is None:
-            created = not self.path.exists()
-            # New directories (``.clew/tasks/<sid>``) are fsynced into their parents.
-            make_dirs_durable(self.path.parent)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            if created:
-                # The new directory entry must be durable too, or a crash could lose a
-                # file whose lines were all fsynced.
-                fsync_dir(self.path.parent)
+            # New directories (``.clew/tasks/<sid>``) and a new file are fsynced into
+            # their parents, or a crash could lose a file whose lines were all fsynced.
+            try:
+                fd = open_under(self._root, self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            except UnsafeFile as e:
+                raise TaskWalError(str(e)) from e
+            assert fd is not None  # O_CREAT: a missing file is created, never None
+            self._fd = fd
         return self._fd
 
     def append(self, events: Sequence[TaskEvent]) -> list[WalRecord]:
@@ -306,7 +395,14 @@ class TaskWal:
         size_before: int | None = None
         try:
             fd = self._open_fd()
-            size_before = os.fstat(fd).st_size
+            size = os.fstat(fd).st_size
+            if size + len(data) > MAX_WAL_BYTES:
+                # A WAL past the cap could never be replayed: refuse to grow it instead.
+                raise TaskWalError(
+                    f"{self.path}: refusing to append: the task WAL would pass its"
+                    f" {MAX_WAL_BYTES // MIB} MiB limit; nothing was committed"
+                )
+            size_before = size
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)

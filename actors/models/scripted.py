@@ -19,8 +19,14 @@ import pydantic
 from actors.errors import ScriptError
 from actors.models.protocol import ModelRequest, ModelResponse, request_hash
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
-from eventlog.errors import ModelError
+from eventlog.errors import ModelError, UnsafeFile
 from eventlog.events import Usage
+from eventlog.regular_files import MIB, read_regular_file
+
+#: The largest script file read. The demo's script is ~3 KB and a long hand-written test
+#: script a few hundred KB; 16 MiB leaves room for generated ones while ``/dev/zero``, a
+#: FIFO or a runaway file is refused at once instead of filling the memory.
+MAX_SCRIPT_BYTES = 16 * MIB
 
 
 class ScriptedToolCall(pydantic.BaseModel):
@@ -72,10 +78,12 @@ def load_script(source: str | Path | dict[str, Any]) -> Script:
         if isinstance(source, dict):
             data = source
         elif isinstance(source, Path) or not str(source).lstrip().startswith("{"):
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
+            data = json.loads(_read_script_file(Path(source)))
         else:
             data = json.loads(str(source))
         return Script.model_validate(data)
+    except UnsafeFile as e:
+        raise ScriptError(f"cannot read script {e}") from e
     except OSError as e:
         raise ScriptError(f"cannot read script {source}: {e.strerror or e}") from e
     except json.JSONDecodeError as e:
@@ -84,6 +92,16 @@ def load_script(source: str | Path | dict[str, Any]) -> Script:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ScriptError(f"invalid script at {loc or '(root)'}: {first['msg']}") from e
+
+
+def _read_script_file(path: Path) -> str:
+    """Return the text of the script file at ``path``: a regular file of at most 16 MiB.
+
+    Raises:
+        UnsafeFile: a FIFO, a device, a directory, or over :data:`MAX_SCRIPT_BYTES`.
+        OSError: it cannot be read.
+    """
+    return read_regular_file(path, MAX_SCRIPT_BYTES, "a model script").decode("utf-8")
 
 
 class ScriptedModel:

@@ -62,7 +62,9 @@ class TaskWalReport(msgspec.Struct, frozen=True, kw_only=True):
     ``lines`` committed lines were replayed; ``truncated_tail`` says a torn last line of
     ``truncated_bytes`` bytes was found (cut when the task manager opens the WAL, only
     reported by a read-only inspection). ``available=False`` means the WAL is corrupt and
-    ``error`` reads ``file:line: reason``; ``exists=False``, that nothing was written yet.
+    ``error`` reads ``file:line: reason`` — or that it is not a regular file reached from
+    the project without a symlink (``file: reason``); ``exists=False``, that nothing was
+    written yet.
     """
 
     name: str

@@ -2,7 +2,9 @@
 
 What ``clew tasks`` and verification show. A torn tail is reported, never cut, and a
 line the DAG refuses makes that WAL unavailable — the same rules as
-``TaskManager.open``, with ``repair=False``.
+``TaskManager.open``, with ``repair=False``. So does a WAL that is not a regular file
+reached from the project without a symlink: it is reported with the reason, and nothing
+behind the link is read.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from actors.tasks.changes import TaskWalReport
 from eventlog.errors import TaskGraphError, TaskWalError
 from eventlog.ids import wal_name_for
-from eventlog.taskwal import WAL_SUFFIX, replay_wal, wal_dir
+from eventlog.taskwal import WAL_SUFFIX, list_wal_names, replay_wal, wal_dir
 from projections.taskdag import Task, TaskDag
 
 
@@ -27,30 +29,27 @@ def inspect_wals(
     """
     directory = wal_dir(project_dir, sid)
     names = [wal_name_for(r) for r in run_ids]
-    if directory.is_dir():
-        found = sorted(p.name.removesuffix(WAL_SUFFIX) for p in directory.glob(f"*{WAL_SUFFIX}"))
-        names += [n for n in found if n not in names]
+    try:
+        found = list_wal_names(project_dir, sid)
+    except TaskWalError as e:
+        # The session directory (or one above it) is a symlink: every WAL the session
+        # should have is unavailable, and nothing behind the link is listed or read.
+        return [(_unavailable(n, directory / f"{n}{WAL_SUFFIX}", e), []) for n in names]
+    names += [n for n in found if n not in names]
     # The latest main run's WAL is listed even before its first line is written.
     latest = wal_name_for(run_ids[-1]) if run_ids else None
     out: list[tuple[TaskWalReport, list[Task]]] = []
     for name in names:
         path = directory / f"{name}{WAL_SUFFIX}"
-        if not path.exists():
+        if name not in found:
             if name == latest:
                 out.append((TaskWalReport(name=name, path=str(path), exists=False), []))
             continue
         try:
-            result = replay_wal(path, repair=False)
+            result = replay_wal(path, repair=False, root=project_dir)
             dag = TaskDag.rebuild(r.event for r in result.records)
         except (TaskWalError, TaskGraphError) as e:
-            out.append(
-                (
-                    TaskWalReport(
-                        name=name, path=str(path), exists=True, available=False, error=str(e)
-                    ),
-                    [],
-                )
-            )
+            out.append((_unavailable(name, path, e), []))
             continue
         status = TaskWalReport(
             name=name,
@@ -62,3 +61,7 @@ def inspect_wals(
         )
         out.append((status, dag.tasks()))
     return out
+
+
+def _unavailable(name: str, path: Path, error: Exception) -> TaskWalReport:
+    return TaskWalReport(name=name, path=str(path), exists=True, available=False, error=str(error))

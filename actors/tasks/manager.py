@@ -8,7 +8,9 @@ holds is always exactly the replay of its WAL.
 
 One actor serves every named WAL of one session (``plan``, ``review-1``, …). A WAL
 whose replay fails is *unavailable*: its operations raise ``TaskWalError`` naming
-``file:line``, while the other WALs — and the SQLite conversation — are unaffected.
+``file:line``, while the other WALs — and the SQLite conversation — are unaffected. So is
+one that is not a regular file reached from the project without a symlink (nothing
+outside the project is read, cut or written).
 
 Callers use :class:`TaskManagerProxy` (pykka's typed proxy): every call returns a
 future; ``get()`` re-raises the actor's exception.
@@ -107,7 +109,7 @@ class TaskManager(pykka.ThreadingActor):
         path = wal_path(self._project_dir, self._session_id, name)
         log = self._log.bind(task_wal=name)
         try:
-            result = replay_wal(path, log=log)
+            result = replay_wal(path, log=log, root=self._project_dir)
             dag = TaskDag()
             for record in result.records:
                 try:
@@ -129,7 +131,9 @@ class TaskManager(pykka.ThreadingActor):
         )
         self._unavailable.pop(name, None)
         self._open[name] = _OpenWal(
-            TaskWal(path, last_seq=result.lines, clock=self._clock), dag, report
+            TaskWal(path, last_seq=result.lines, clock=self._clock, root=self._project_dir),
+            dag,
+            report,
         )
         log.info("task_wal_opened", lines=report.lines, truncated_tail=report.truncated_tail)
         return report

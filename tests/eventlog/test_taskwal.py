@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from structlog.testing import capture_logs
 from eventlog.clock import ManualClock
 from eventlog.errors import InvalidName, InvalidSessionId, TaskWalCorrupt, TaskWalError
 from eventlog.taskwal import (
+    MAX_WAL_BYTES,
     TaskCreated,
     TaskDependencyAdded,
     TaskEvent,
@@ -286,3 +288,116 @@ def test_every_directory_created_for_a_new_wal_is_fsynced_into_its_parent(
         str(path.resolve()),
     }
     assert expected <= set(synced)
+
+
+# --- which files a Task WAL may be ----------------------------------------------------------
+
+
+def _torn_wal(path: Path) -> bytes:
+    """Write two good lines and a torn third to ``path``; return the bytes."""
+    _write(path, EVENTS[:2]).close()
+    data = path.read_bytes() + b'{"seq":3,"v'
+    path.write_bytes(data)
+    return data
+
+
+def test_a_symlinked_wal_is_refused_and_its_target_is_never_cut(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.jsonl"
+    before = _torn_wal(outside)
+    path = wal_path(tmp_path / "project", "sess_1", "plan")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+
+    with pytest.raises(TaskWalError, match=r"plan\.wal\.jsonl: is a symbolic link"):
+        replay_wal(path, root=tmp_path / "project")
+    with pytest.raises(TaskWalError, match="is a symbolic link"):
+        TaskWal(path, last_seq=2, clock=ManualClock()).append(EVENTS[2:3])
+
+    assert before == outside.read_bytes()
+
+
+def test_a_symlinked_directory_above_the_wal_is_refused_below_the_root(tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    before = _torn_wal(outside / "tasks" / "sess_1" / "plan.wal.jsonl")
+    project.mkdir()
+    (project / ".clew").symlink_to(outside)
+    path = wal_path(project, "sess_1", "plan")
+
+    with pytest.raises(TaskWalError, match=r"\.clew: is a symbolic link"):
+        replay_wal(path, root=project)
+    with pytest.raises(TaskWalError, match=r"\.clew: is a symbolic link"):
+        TaskWal(path, last_seq=2, clock=ManualClock(), root=project).append(EVENTS[2:3])
+
+    assert before == (outside / "tasks" / "sess_1" / "plan.wal.jsonl").read_bytes()
+
+
+def test_a_fifo_wal_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "t.wal.jsonl"
+    os.mkfifo(path)
+
+    with pytest.raises(TaskWalError, match=r"t\.wal\.jsonl: is a FIFO, not a regular file"):
+        replay_wal(path, repair=False)
+    with pytest.raises(TaskWalError, match="is a FIFO"):
+        TaskWal(path, last_seq=0, clock=ManualClock()).append(EVENTS[:1])
+
+
+def test_a_wal_linked_to_dev_zero_is_refused_without_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.wal.jsonl"
+    path.symlink_to("/dev/zero")
+
+    with pytest.raises(TaskWalError, match="is a symbolic link"):
+        replay_wal(path, repair=False)
+
+
+def test_a_wal_over_256_mib_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "t.wal.jsonl"
+    with path.open("wb") as f:
+        f.truncate(MAX_WAL_BYTES + 1)  # sparse: refused by its size, never read
+
+    with pytest.raises(TaskWalError, match=r"over the 256 MiB limit of a Task WAL"):
+        replay_wal(path)
+    assert MAX_WAL_BYTES + 1 == path.stat().st_size
+
+
+def test_an_append_that_would_pass_the_size_limit_is_refused_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.wal.jsonl"
+    with path.open("wb") as f:
+        f.truncate(MAX_WAL_BYTES - 10)  # sparse
+    wal = TaskWal(path, last_seq=0, clock=ManualClock())
+
+    with pytest.raises(TaskWalError, match="would pass its 256 MiB limit; nothing was committed"):
+        wal.append(EVENTS[:1])
+    wal.close()
+
+    assert (MAX_WAL_BYTES - 10, 0) == (path.stat().st_size, wal.last_seq)
+
+
+def test_a_torn_tail_below_real_directories_is_cut(tmp_path: Path) -> None:
+    path = wal_path(tmp_path, "sess_1", "plan")
+    path.parent.mkdir(parents=True)
+    _torn_wal(path)
+
+    result = replay_wal(path, root=tmp_path)
+
+    assert (2, True) == (result.lines, result.truncated_tail)
+    assert 2 == len(path.read_bytes().splitlines())
+
+
+def test_a_new_wal_and_its_directories_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    path = wal_path(tmp_path, "sess_1", "plan")
+    old = os.umask(0o022)
+    try:
+        _write_under(tmp_path, path)
+    finally:
+        os.umask(old)
+
+    modes = [stat.S_IMODE(p.stat().st_mode) for p in (*path.parents[:3], path)]
+    assert [0o700, 0o700, 0o700, 0o600] == modes
+
+
+def _write_under(root: Path, path: Path) -> None:
+    wal = TaskWal(path, last_seq=0, clock=ManualClock(), root=root)
+    wal.append(EVENTS[:1])
+    wal.close()

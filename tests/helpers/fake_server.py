@@ -5,8 +5,10 @@ server answers like a provider would: ``/chat/completions`` with an OpenAI
 completion and ``/messages`` with an Anthropic message, echoing the last user
 text. Every request is recorded (method, path, headers, body) so tests assert
 the wire mapping itself. Faults: any status and headers, a ``hang`` before
-replying, a ``content_length`` larger than the body (the body is cut off), or
-raw bytes that are not JSON.
+replying, a ``content_length`` larger than the body (the body is cut off), raw
+bytes that are not JSON, a slowloris ``drip`` (one byte every ``drip`` seconds, of
+the body or — with ``drip_headers`` — of the whole reply), or an ``endless`` body
+that streams until the client leaves.
 
 For a whole multi-turn session, ``server.answer_with(responder)`` installs a
 function ``(path, request_json) -> Reply`` that answers every request no
@@ -16,6 +18,8 @@ reading the request (system prompt, last message), as concurrent agents need.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import threading
 from collections import deque
@@ -39,6 +43,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     hang: float = 0.0
     content_length: int | None = None
+    drip: float = 0.0
+    drip_headers: bool = False
+    endless: bool = False
 
     def encoded(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -211,22 +218,53 @@ class FakeServer:
                 reply = server._next_reply(self.path, body)
                 if reply.hang and server._stopping.wait(reply.hang):
                     return
-                payload = reply.encoded()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", JSON_TYPE)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(reply.content_length or len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and left; nothing to tell it
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    _answer(self, reply, server._stopping)  # unless the client left
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
         return Handler
+
+
+def _answer(handler: BaseHTTPRequestHandler, reply: Reply, stopping: threading.Event) -> None:
+    """Send ``reply`` through ``handler``: at once, dripping, or without end."""
+    payload = reply.encoded()
+    handler.send_response(reply.status)
+    handler.send_header("Content-Type", JSON_TYPE)
+    for name, value in reply.headers.items():
+        handler.send_header(name, value)
+    if not reply.endless:  # an endless body ends when the connection closes
+        handler.send_header("Content-Length", str(reply.content_length or len(payload)))
+    if reply.drip_headers:
+        # send_response() and send_header() only buffered the status line and headers.
+        head, handler._headers_buffer = b"".join(handler._headers_buffer), []  # type: ignore[attr-defined]
+        _drip(handler.wfile, head + b"\r\n", reply.drip, stopping)
+    else:
+        handler.end_headers()
+    if reply.drip:
+        _drip(handler.wfile, payload, reply.drip, stopping)
+    elif reply.endless:
+        _stream_forever(handler.wfile, payload, stopping)
+    else:
+        handler.wfile.write(payload)
+
+
+def _drip(out: io.BufferedIOBase, data: bytes, every: float, stopping: threading.Event) -> None:
+    """Send ``data`` one byte every ``every`` seconds (a slowloris reply)."""
+    for i in range(len(data)):
+        out.write(data[i : i + 1])
+        out.flush()
+        if stopping.wait(every):
+            return
+
+
+def _stream_forever(out: io.BufferedIOBase, first: bytes, stopping: threading.Event) -> None:
+    """Send ``first``, then 64 KiB of spaces at a time until the client leaves."""
+    out.write(first)
+    filler = b" " * 65536
+    while not stopping.is_set():
+        out.write(filler)
 
 
 # --- seams ------------------------------------------------------------------------------

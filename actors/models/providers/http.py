@@ -11,7 +11,10 @@ Policy (numbers in :class:`RetryPolicy`; the prose lives in ``docs/providers.md`
   ``uniform(0, min(max_delay, base_delay * 2 ** (n - 1)))``;
 - at most ``max_attempts`` requests, and never past ``deadline`` seconds from the
   first one: each attempt's timeout is cut to what is left, and a wait that would
-  end past the deadline is not started.
+  end past the deadline is not started;
+- an attempt's timeout is wall-clock time for the whole attempt — connect, headers and
+  body — not per read (``deadline.py``), so a server dripping bytes cannot stretch it;
+- a reply body over ``max_response_bytes`` (32 MiB) fails at once, not retried.
 
 Sleeping, randomness and both clocks are constructor seams, so tests run in
 milliseconds and see exact delays. Secrets handed to the client are scrubbed
@@ -32,9 +35,15 @@ import msgspec
 
 from actors.errors import ProviderConfigError
 from actors.models.protocol import ModelRequest, ModelResponse
+from actors.models.providers.deadline import AttemptDeadline, deadline_client
 from eventlog.errors import ModelError
 
 EXCERPT_LIMIT = 200
+MIB = 1024 * 1024
+#: The default cap on a reply body. A chat completion is a few KB, a long one with tool
+#: calls a few hundred KB; 32 MiB is far past any real reply, while an endless body
+#: (which grew the memory at 110 MB/s) is cut within a third of a second.
+MAX_RESPONSE_BYTES = 32 * MIB
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -149,13 +158,18 @@ class HttpOptions:
     """Transport settings and seams shared by every adapter.
 
     Attributes:
-        timeout: seconds per attempt (connect, read, write each), cut to the deadline.
+        timeout: wall-clock seconds per attempt — connect, headers and body together —
+            cut to what is left of the retry deadline.
         retry: attempts, backoff and deadline.
         sleep: waits between attempts (``time.sleep``; tests pass a recorder).
         rng: draws the jitter (a fresh ``random.Random`` when ``None``).
         clock: monotonic seconds, for the deadline.
         wall_clock: epoch seconds, to turn a ``Retry-After`` HTTP date into a wait.
-        client: an ``httpx.Client`` to share; one is created (and owned) otherwise.
+        client: an ``httpx.Client`` to share; one is created (and owned) otherwise. Its
+            own timeouts bound each socket operation; the attempt's wall-clock limit is
+            then checked between body chunks only (clew's client enforces it on every
+            read, headers included).
+        max_response_bytes: the largest reply body read (decoded); a bigger one fails.
     """
 
     timeout: float = 60.0
@@ -165,6 +179,13 @@ class HttpOptions:
     clock: Clock = time.monotonic
     wall_clock: Clock = time.time
     client: httpx.Client | None = None
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.max_response_bytes < 1:
+            raise ProviderConfigError(
+                "the timeout and max_response_bytes of HttpOptions must be positive."
+            )
 
 
 class JsonHttpClient:
@@ -199,10 +220,12 @@ class JsonHttpClient:
         self._rng = options.rng or random.Random()
         self._clock = options.clock
         self._wall_clock = options.wall_clock
+        self._max_bytes = options.max_response_bytes
+        self._deadline = AttemptDeadline(options.clock)
         self._owns_client = options.client is None
-        # trust_env=False: the library reads no environment (proxy variables included);
-        # whoever needs a proxy passes a client built at the edge.
-        self._client = options.client or httpx.Client(trust_env=False)
+        # No environment is read (proxy variables included); whoever needs a proxy
+        # passes a client built at the edge.
+        self._client = options.client or deadline_client(self._deadline)
 
     @property
     def where(self) -> str:
@@ -234,9 +257,13 @@ class JsonHttpClient:
         policy = self._policy
         start = self._clock()
         attempt = 0
+        error: ModelError | None = None
         while True:
             attempt += 1
             remaining = policy.deadline - (self._clock() - start)
+            if remaining <= 0 and error is not None:  # the last wait overslept the deadline
+                tail = "; not retried: the retry deadline passed"
+                raise self._final(error, attempt - 1, tail) from None
             try:
                 return self._attempt(body, min(self._timeout, remaining))
             except _Attempt as failed:
@@ -260,20 +287,24 @@ class JsonHttpClient:
         request = self._client.build_request(
             "POST", self._url, content=body, headers=self._headers, timeout=timeout
         )
-        try:
-            response = self._client.send(request, stream=True)
-        except httpx.TimeoutException:
-            raise _Attempt(self._fail(f"timed out after {timeout:.3g} s", retry=True)) from None
-        except httpx.TransportError as e:
-            verb = "cannot connect to" if isinstance(e, httpx.ConnectError) else "lost the link to"
-            raise _Attempt(
-                self._fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
-            ) from None
-        status = response.status_code
-        try:
-            raw = self._read(response)
-        finally:
-            response.close()
+        at = self._clock() + timeout
+        with self._deadline.until(at):
+            try:
+                response = self._client.send(request, stream=True)
+            except httpx.TimeoutException:
+                raise _Attempt(self._timed_out(timeout)) from None
+            except httpx.TransportError as e:
+                verb = (
+                    "cannot connect to" if isinstance(e, httpx.ConnectError) else "lost the link to"
+                )
+                raise _Attempt(
+                    self._fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
+                ) from None
+            status = response.status_code
+            try:
+                raw = self._read(response, at, timeout)
+            finally:
+                response.close()
         if not 200 <= status <= 299:
             detail = excerpt(_error_detail(raw), self._secrets)
             retry = is_retryable_status(status)
@@ -292,15 +323,25 @@ class JsonHttpClient:
             )
         return data
 
-    def _read(self, response: httpx.Response) -> bytes:
+    def _read(self, response: httpx.Response, at: float, timeout: float) -> bytes:
+        """Read the body, at most ``max_response_bytes`` of it, before the clock reaches ``at``."""
+        status = response.status_code
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise _Attempt(self._too_big(status, f"Content-Length {declared}"))
         chunks: list[bytes] = []
+        size = 0
         try:
             for chunk in response.iter_bytes():
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > self._max_bytes:
+                    raise _Attempt(self._too_big(status, f"{size:,} bytes read"))
+                # With a caller's client the reads are bounded one by one only.
+                if self._clock() >= at:
+                    raise _Attempt(self._timed_out(timeout, status, "reading the body"))
         except httpx.TimeoutException:
-            raise _Attempt(
-                self._fail("timed out reading the body", response.status_code, retry=True)
-            ) from None
+            raise _Attempt(self._timed_out(timeout, status, "reading the body")) from None
         except httpx.TransportError:
             got = b"".join(chunks)
             shown = excerpt(got.decode("utf-8", errors="replace"), self._secrets)
@@ -312,6 +353,19 @@ class JsonHttpClient:
                 )
             ) from None
         return b"".join(chunks)
+
+    def _timed_out(self, timeout: float, status: int | None = None, doing: str = "") -> ModelError:
+        what = f"timed out after {timeout:.3g} s" + (f" {doing}" if doing else "")
+        return self._fail(what, status, retry=True)
+
+    def _too_big(self, status: int, seen: str) -> ModelError:
+        limit = self._max_bytes
+        cap = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit:,} bytes"
+        # Not retried: the same server would send the same body again.
+        return self._fail(
+            f"HTTP {status} body over the {cap} limit ({seen}; HttpOptions.max_response_bytes)",
+            status,
+        )
 
     def _fail(self, what: str, status: int | None = None, retry: bool = False) -> ModelError:
         return ModelError(f"{self._label} call failed: {what}", status=status, retryable=retry)

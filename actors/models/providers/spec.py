@@ -15,7 +15,7 @@ import httpx
 from actors.errors import ProviderConfigError
 from actors.models.providers import anthropic, openai
 from actors.models.providers.anthropic import AnthropicModel
-from actors.models.providers.http import HttpOptions, RetryPolicy, Sleep
+from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, RetryPolicy, Sleep
 from actors.models.providers.openai import OpenAIChatModel
 
 ProviderModel = OpenAIChatModel | AnthropicModel
@@ -50,6 +50,7 @@ def model_from_spec(
     sleep: Sleep = time.sleep,
     rng: random.Random | None = None,
     client: httpx.Client | None = None,
+    max_response_bytes: int = MAX_RESPONSE_BYTES,
 ) -> ProviderModel:
     """Return the adapter for ``spec`` (``openai:<model>`` or ``anthropic:<model>``).
 
@@ -58,10 +59,11 @@ def model_from_spec(
         env: where ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``ANTHROPIC_API_KEY`` /
             ``ANTHROPIC_BASE_URL`` are looked up (the CLI passes ``os.environ``).
         base_url: overrides the ``*_BASE_URL`` variable (the CLI's ``--base-url``).
-        timeout: seconds per attempt.
+        timeout: wall-clock seconds per attempt (connect, headers and body together).
         retry: attempts, backoff and deadline (:class:`RetryPolicy` defaults).
         sleep, rng: the retry loop's seams.
         client: an ``httpx.Client`` to share between adapters.
+        max_response_bytes: the largest reply body read (32 MiB by default).
 
     Raises:
         ProviderConfigError: a bad spec, a bad base URL, or no key for the
@@ -69,7 +71,12 @@ def model_from_spec(
     """
     scheme, model = parse_spec(spec)
     options = HttpOptions(
-        timeout=timeout, retry=retry or RetryPolicy(), sleep=sleep, rng=rng, client=client
+        timeout=timeout,
+        retry=retry or RetryPolicy(),
+        sleep=sleep,
+        rng=rng,
+        client=client,
+        max_response_bytes=max_response_bytes,
     )
     if scheme == "openai":
         url, key = _settings(spec, env, base_url, "OPENAI", openai.DEFAULT_BASE_URL)

@@ -242,6 +242,73 @@ def test_an_unsafe_session_id_is_refused_when_the_actor_starts(tmp_path: Path) -
         SyncTasks(tmp_path, "../../etc")
 
 
+# --- which files a Task WAL may be: nothing outside the project is touched ------------------
+
+
+def _seeded_outside(tmp_path: Path) -> tuple[Path, bytes]:
+    """A WAL outside the project with three lines and a torn fourth; return it and its bytes."""
+    with SyncTasks(tmp_path / "elsewhere", SID) as other:
+        seed_plan(other)
+    outside = wal_path(tmp_path / "elsewhere", SID, "plan")
+    data = outside.read_bytes() + b'{"seq":4,"v":1,"at":"x","ev'
+    outside.write_bytes(data)
+    return outside, data
+
+
+def test_a_wal_symlinked_outside_the_project_is_unavailable_and_its_target_never_cut(
+    tmp_path: Path,
+) -> None:
+    outside, before = _seeded_outside(tmp_path)
+    project = tmp_path / "project"
+    path = wal_path(project, SID, "plan")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+
+    with SyncTasks(project, SID) as tasks:
+        report = tasks.open("plan")
+        with pytest.raises(TaskWalError, match="is a symbolic link; refusing to follow it"):
+            tasks.create_task("plan", "d", "D", "coder")
+
+    assert (False, f"{path}: is a symbolic link; refusing to follow it") == (
+        report.available,
+        report.error,
+    )
+    assert before == outside.read_bytes()
+
+
+@pytest.mark.parametrize("link", [".clew", ".clew/tasks", f".clew/tasks/{SID}"])
+def test_a_symlinked_directory_leading_outside_is_refused_and_nothing_is_written_there(
+    tmp_path: Path, link: str
+) -> None:
+    outside, before = _seeded_outside(tmp_path)
+    project = tmp_path / "project"
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    # Each link leads to the matching directory of the other tree.
+    (project / link).symlink_to(tmp_path / "elsewhere" / link)
+
+    with SyncTasks(project, SID) as tasks:
+        report = tasks.open("plan")
+        with pytest.raises(TaskWalError, match=f"{link}: is a symbolic link"):
+            tasks.create_task("fresh", "a", "A", "coder")
+
+    assert not report.available
+    assert before == outside.read_bytes()
+    assert ["plan.wal.jsonl"] == sorted(p.name for p in outside.parent.iterdir())
+
+
+def test_a_new_session_directory_and_wal_are_private_under_umask_022(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        with SyncTasks(tmp_path, SID) as tasks:
+            tasks.create_task("plan", "a", "A", "coder")
+    finally:
+        os.umask(old)
+    path = wal_path(tmp_path, SID, "plan")
+
+    modes = [p.stat().st_mode & 0o777 for p in (*path.parents[:3], path)]
+    assert [0o700, 0o700, 0o700, 0o600] == modes
+
+
 # --- model-based: the live DAG always equals the DAG replayed from the file -------------------
 
 IDS = st.sampled_from(["a", "b", "c", "d", "e"])
