@@ -84,3 +84,15 @@ def recorded_tools(inputs: RunInputs) -> ToolRegistry:
         spec = ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
         reg.add(RecordedTool(spec, t.idempotent, t.in_doubt))
     return reg
+
+
+def session_tools(store: EventStore, sid: str) -> dict[str, RecordedTool]:
+    """Return stand-ins for every tool the session's main runs recorded, by name."""
+    out: dict[str, RecordedTool] = {}
+    by_run, mains = read_recording(store, sid)
+    for run_id in mains:
+        inputs = RunInputs.from_metadata(run_started_of(by_run[run_id]).metadata)
+        for t, _ in recorded_tools(inputs).with_specs():
+            if isinstance(t, RecordedTool):
+                out[t.name] = t
+    return out
