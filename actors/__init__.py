@@ -13,20 +13,31 @@ from actors.errors import (
     Divergence,
     NeedsResume,
     NothingToResume,
+    OutputInvalid,
     ProviderConfigError,
     ScriptError,
     SessionBusy,
+    TeamError,
     UsageError,
 )
-from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
+from actors.models.protocol import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
 from actors.models.scripted import ScriptedModel, load_script
-from actors.models.tools import FunctionTool, Tool, ToolRegistry, tool
+from actors.models.tools import (
+    FunctionTool,
+    InDoubtPolicy,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    tool,
+)
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.faults import FaultPlan
 from actors.runtime.runtime import Runtime, Session, SessionInfo
+from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -47,6 +58,7 @@ from eventlog.errors import (
     TaskGraphError,
     UnknownSession,
 )
+from eventlog.events import Usage
 from eventlog.packets import (
     AgentTaskContext,
     BrainTaskContext,
@@ -68,6 +80,7 @@ __all__ = [
     "FieldDiff",
     "FunctionTool",
     "HandoffPacket",
+    "InDoubtPolicy",
     "IntegrityError",
     "InvalidSessionId",
     "JsonBlock",
@@ -76,12 +89,15 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "ModelSettings",
     "NeedsResume",
     "NothingToResume",
+    "OutputInvalid",
     "ProviderConfigError",
     "Refused",
     "ReplayDivergence",
     "ReplayReport",
+    "Role",
     "RunDivergence",
     "RunInputs",
     "RunOutcome",
@@ -96,13 +112,17 @@ __all__ = [
     "StoreError",
     "TaskGraphError",
     "TaskProgress",
+    "Team",
+    "TeamError",
     "TextBlock",
     "Tool",
     "ToolCallBlock",
+    "ToolContext",
     "ToolRegistry",
     "ToolResultBlock",
     "ToolSpec",
     "UnknownSession",
+    "Usage",
     "UsageError",
     "VerifyReport",
     "WorkerResult",

@@ -57,11 +57,31 @@ class Divergence(ReplayDivergence):
         self.expected_type = expected_type
         self.actual_type = actual_type
         self.diff = diff
-        first = f"; {diff[0].path}: {diff[0].expected!r} → {diff[0].actual!r}" if diff else ""
         super().__init__(
             f"run {run_id} diverged at run_seq {run_seq}: expected {expected_type},"
-            f" got {actual_type}{first}"
+            f" got {actual_type}{_first_difference(diff)}"
         )
+
+
+def _first_difference(diff: list[FieldDiff]) -> str:
+    """Name the first difference; a changed text by its changed lines, not its whole value."""
+    if not diff:
+        return ""
+    text = next((d for d in diff if d.lines), None)
+    if text is None:
+        return f"; {diff[0].path}: {diff[0].expected!r} → {diff[0].actual!r}"
+    changed = [line for line in text.lines if line.startswith(("-", "+"))]
+    # One line of report: the changed lines, cut at 400 characters (a prompt can be long).
+    shown = " ".join(changed)
+    return f"; {text.path} changed: {shown[:400]}{'…' if len(shown) > 400 else ''}"
+
+
+class OutputInvalid(ClewError):
+    """A role's reply did not match its output schema, even after one retry."""
+
+
+class TeamError(Refused, ValueError):
+    """A team definition is unusable (unknown role, an ``extends`` cycle, …): one sentence."""
 
 
 class EndOfRecording(ClewError):

@@ -18,6 +18,7 @@ The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task 
     event              <run>#<run_seq>, or <sid>#s<seq> for an event of no run
     artifact           art_<sha256(<sid>:<content sha256>)[:24]>
     review task        review, review-2, review-3 …
+    dispatched task    dispatch-1, dispatch-2 …    (the primary's dispatch calls, in order)
     Task WAL name      the main run id with ':' and '/' turned into '_'
 """
 
@@ -40,6 +41,7 @@ MAX_SESSION_ID_LEN = 128
 _BRAIN = "brain"
 _HANDOFF = "handoff"
 _REVIEW = "review"
+_DISPATCH = "dispatch"
 
 
 def validate_session_id(session_id: object) -> str:
@@ -108,6 +110,17 @@ def handoff_id(run_id: str, task_id: str) -> str:
 def review_task_id(iteration: int) -> str:
     """Return the task id of the review after ``iteration`` fixes (0: the first review)."""
     return _REVIEW if iteration == 0 else f"{_REVIEW}-{iteration + 1}"
+
+
+def dispatch_task_id(n: int) -> str:
+    """Return the task id of a main run's ``n``-th dispatched worker, from 1."""
+    return f"{_DISPATCH}-{n}"
+
+
+def is_dispatch_task_id(task_id: str) -> bool:
+    """True when ``task_id`` has the form of a dispatched worker's task id."""
+    head, sep, n = task_id.partition("-")
+    return head == _DISPATCH and bool(sep) and n.isdigit()
 
 
 def derived_id(scope: str, kind: str, n: int) -> str:

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-import os
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+from _processes import child_env
+
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
-from eventlog.events import ToolCallFinished
+from eventlog.events import ToolCallFinished, ToolCallStarted
 
-EMBED = Path(__file__).resolve().parents[1] / "examples" / "embed.py"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EMBED = EXAMPLES / "embed.py"
+TEAM = EXAMPLES / "team.py"
+#: The ``key: value`` lines the examples print.
+KEYS = ("answer", "refund", "refunds", "session", "replay")
 
 
-def run_embed(cwd: Path, *args: str, env_home: Path | None = None) -> dict[str, str]:
-    """Run examples/embed.py; return its ``key: value`` output lines as a dict."""
-    env = {k: v for k, v in os.environ.items() if k != "CLEW_HOME"}
-    if env_home is not None:
-        env["CLEW_HOME"] = str(env_home)
+def run_example(
+    example: Path, cwd: Path, *args: str, env_home: Path | None = None
+) -> dict[str, str]:
+    """Run an example (this checkout's code); return its ``key: value`` lines as a dict."""
+    env = child_env(**({"CLEW_HOME": str(env_home)} if env_home is not None else {}))
     done = subprocess.run(
-        [sys.executable, str(EMBED), *args],
+        [sys.executable, str(example), *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -30,9 +36,12 @@ def run_embed(cwd: Path, *args: str, env_home: Path | None = None) -> dict[str, 
     )
     assert 0 == done.returncode, done.stderr
     lines = [ln.split(": ", 1) for ln in done.stdout.splitlines()]
-    return {
-        ln[0]: ln[1] for ln in lines if len(ln) == 2 and ln[0] in ("answer", "session", "replay")
-    }
+    return {ln[0]: ln[1] for ln in lines if len(ln) == 2 and ln[0] in KEYS}
+
+
+def run_embed(cwd: Path, *args: str, env_home: Path | None = None) -> dict[str, str]:
+    """Run examples/embed.py; return its ``key: value`` output lines as a dict."""
+    return run_example(EMBED, cwd, *args, env_home=env_home)
 
 
 def test_embed_example_runs_its_tool_and_replays_identically(tmp_path: Path) -> None:
@@ -61,3 +70,27 @@ def test_embed_example_takes_its_home_from_the_command_line(tmp_path: Path) -> N
     assert (home / "sessions.sqlite").exists()
     assert not (tmp_path / "ignored").exists()
     assert out["session"].startswith("sess_")
+
+
+def test_team_example_answers_with_its_typed_output_and_refunds_once_per_call(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "clew-home"
+
+    out = run_example(TEAM, tmp_path, str(home))
+
+    assert ("Sorry! Refunded 42 EUR.", "R-1", "1") == (
+        out["answer"],
+        out["refund"],
+        out["refunds"],
+    )
+    assert out["replay"].endswith("events in 3 runs reproduced identically")
+    with Runtime(home, project_dir=home) as rt:
+        (started,) = [
+            e.event
+            for e in rt.store.read_events(out["session"])
+            if isinstance(e.event, ToolCallStarted) and e.event.tool_name == "issue_refund"
+        ]
+    # The refund is keyed by the recorded id of the call: a resume re-running it finds it.
+    ledger = json.loads((home / "refunds.json").read_text())
+    assert {started.tool_call_id: {"refund_id": "R-1", "order": "42", "eur": 42}} == ledger

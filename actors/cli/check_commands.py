@@ -14,27 +14,42 @@ from actors.cli.options import (
     Json,
     Project,
     SessionArg,
+    TeamOption,
     home_exists,
     open_runtime,
     open_session,
     where_from,
 )
 from actors.cli.output import exit_with, print_json, stderr_is_tty
+from actors.cli.team_file import load_team
 from actors.errors import UsageError
+from actors.replay.recording import RecordedModel, session_tools
 from actors.runtime.verify import VerifyReport
 
 
 @app.command()
 def replay(
-    session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
+    session: SessionArg,
+    team_file: TeamOption = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
 ) -> None:
-    """Re-execute the session against its recording: exit 0 identical, 1 diverged."""
+    """Re-execute the session against its recording: exit 0 identical, 1 diverged.
+
+    With ``--team FILE`` the runs use that team instead of the recorded one: a changed
+    instruction diverges with a diff of the text. Its tools and models are stand-ins.
+    """
     where = where_from(home, project)
     with (
         open_session(where, session) as (rt, row),
         render.progress_bar(stderr_is_tty() and not as_json, "replaying runs") as progress,
     ):
-        report = rt.replay(row.session_id, progress=progress)
+        team = None
+        if team_file is not None:
+            tools = session_tools(rt.store, row.session_id)
+            team = load_team(team_file, tools=tools, build_model=RecordedModel)
+        report = rt.replay(row.session_id, team=team, progress=progress)
     if as_json:
         print_json(report.to_json())
     else:

@@ -39,6 +39,15 @@ Project = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="print one JSON document and nothing else")]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="a session id")]
+TeamOption = Annotated[
+    str | None,
+    typer.Option(
+        "--team",
+        metavar="FILE",
+        help="a team file (TOML): instructions, roles, tools, models",
+        show_default=False,
+    ),
+]
 
 
 class Where(msgspec.Struct, frozen=True):

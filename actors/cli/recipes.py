@@ -41,6 +41,7 @@ class ModelRecipe(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     model: str | None = None  # run: the --model spec
     fallback: list[str] = msgspec.field(default_factory=list)  # run: --fallback specs
     base_url: str | None = None  # run: --base-url
+    team: str | None = None  # run: the --team file (absolute)
 
 
 def build_model(
@@ -109,6 +110,14 @@ def check_reachable(specs: Sequence[str], env: Mapping[str, str], base_url: str 
         raise UsageError(f"{failures[0]}{more}; is the server running, or is --base-url right?")
 
 
+def recipe_of(row: SessionRow) -> ModelRecipe | None:
+    """Return how the CLI created the session (its ``session_created`` metadata), if it did."""
+    try:
+        return msgspec.convert(row.metadata, ModelRecipe)
+    except msgspec.ValidationError:
+        return None
+
+
 def models_for_resume(
     row: SessionRow,
     *,
@@ -123,10 +132,7 @@ def models_for_resume(
     Raises:
         UsageError: the session was not created by the CLI and no ``--model`` was given.
     """
-    try:
-        recipe = msgspec.convert(row.metadata, ModelRecipe)
-    except msgspec.ValidationError:
-        recipe = None
+    recipe = recipe_of(row)
     if override:
         models = [build_model(s, env=env, base_url=base_url, delay_ms=slow_ms) for s in override]
         tools = demo_tools(project_dir) if recipe and recipe.scenario == "demo" else []

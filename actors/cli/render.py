@@ -213,7 +213,11 @@ def replay_lines(report: ReplayReport) -> list[str]:
             f" got {d.actual_type}"
         )
         for f in d.diff:
-            lines.append(f"  {f.path}: expected {f.expected!r}, actual {f.actual!r}")
+            if f.lines:
+                lines.append(f"  {f.path} changed:")
+                lines.extend(f"    {line}" for line in f.lines)
+            else:
+                lines.append(f"  {f.path}: expected {f.expected!r}, actual {f.actual!r}")
     return lines
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import msgspec
 import typer
@@ -16,18 +17,33 @@ from actors.cli.options import (
     Json,
     Project,
     SessionArg,
+    TeamOption,
+    Where,
+    home_exists,
     open_runtime,
     open_session,
     where_from,
 )
 from actors.cli.output import exit_with, fail, print_json
 from actors.cli.read_commands import print_tasks, print_tree
-from actors.cli.recipes import ModelRecipe, build_model, check_reachable, models_for_resume
+from actors.cli.recipes import (
+    ModelRecipe,
+    build_model,
+    check_reachable,
+    models_for_resume,
+    recipe_of,
+)
+from actors.cli.team_file import DEMO_TEAM, load_team
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
+from actors.models.protocol import Model
+from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Team
+from actors.runtime.runtime import Runtime, Session
 from eventlog.errors import ReplayDivergence
 from eventlog.events import ModelFailed
+from eventlog.ids import validate_session_id
 
 
 @app.command()
@@ -41,6 +57,8 @@ def demo(
     """Run the built-in scripted scenario, show its tree and DAG, and replay-check it."""
     where = where_from(home, project)
     out = render.make_console()
+    # The shipped team file: the default team over the demo's tools (same events as ever).
+    team = _team(str(DEMO_TEAM), demo_tools(where.project), base_url=None)
     rt = open_runtime(where)
     try:
         recipe = ModelRecipe(scenario="demo", workers=workers)
@@ -49,13 +67,11 @@ def demo(
             # Printed (and flushed) first, so a person or a test can kill the run and resume it.
             out.print(f"session {session.id}")
             sys.stdout.flush()
-        outcome = session.run(
-            DEMO_PROMPT, model=demo_model(workers, slow), tools=demo_tools(where.project)
-        )
+        outcome = session.run(DEMO_PROMPT, model=demo_model(workers, slow), team=team)
         report = rt.replay(session.id)
         ok = outcome.status == "completed" and report.identical
         if as_json:
-            print_json({**msgspec.to_builtins(outcome), "replay": report.to_json()})
+            print_json({**outcome_json(outcome), "replay": report.to_json()})
             exit_with(0 if ok else 1)
             return
         out.print(f"status: {outcome.status}")
@@ -92,23 +108,41 @@ def run(
             "--base-url", metavar="URL", help="provider base URL (else OPENAI_/ANTHROPIC_BASE_URL)"
         ),
     ] = None,
+    team_file: TeamOption = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            metavar="SESSION",
+            help="continue this session (default: a new one)",
+            show_default=False,
+        ),
+    ] = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
 ) -> None:
-    """Run PROMPT in a new session with a model chain; print the outcome and session id."""
+    """Run PROMPT with a model chain (and a team), in a new session or a given one."""
     where = where_from(home, project)
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     specs = [model, *(fallback or [])]
-    # Everything that can be refused is checked before the session exists.
+    # Everything that can be refused is checked before anything is written.
+    sid = _existing_session(where, session_id) if session_id is not None else None
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
+    team = _team(team_file, [], base_url) if team_file is not None else None
     check_reachable(specs, os.environ, base_url)
-    recipe = ModelRecipe(scenario="run", model=model, fallback=specs[1:], base_url=base_url)
+    recipe = ModelRecipe(
+        scenario="run",
+        model=model,
+        fallback=specs[1:],
+        base_url=base_url,
+        team=str(Path(team_file).resolve()) if team_file is not None else None,
+    )
     rt = open_runtime(where)
     try:
-        session = rt.new_session(metadata=msgspec.to_builtins(recipe))
-        outcome = session.run(prompt, model=models)
+        session = _session(rt, sid, recipe)
+        outcome = session.run(prompt, model=models, team=team)
         gave_up = outcome.status == "failed" and any(
             isinstance(e.event, ModelFailed) and not e.event.will_fallback
             for e in rt.store.iter_events(session.id)
@@ -122,10 +156,48 @@ def run(
     _report(outcome, gave_up=gave_up, as_json=as_json)
 
 
+def _existing_session(where: Where, session_id: str) -> str:
+    """Return the id of the session ``--session`` names; refuse an unknown one."""
+    sid = validate_session_id(session_id)
+    if not home_exists(where):
+        raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
+    return sid
+
+
+def _session(rt: Runtime, sid: str | None, recipe: ModelRecipe) -> Session:
+    """Return the session to run in: the given one (``UnknownSession`` if absent), or a new
+    one recording how its models were built."""
+    if sid is not None:
+        return rt.session(sid)
+    return rt.new_session(metadata=msgspec.to_builtins(recipe))
+
+
+def _team(path: str, tools: list[Tool], base_url: str | None) -> Team:
+    """Load a team file; its model specs are built like ``--model``'s."""
+
+    def model_of(spec: str) -> Model:
+        return build_model(spec, env=os.environ, base_url=base_url)
+
+    return load_team(path, tools={t.name: t for t in tools}, build_model=model_of)
+
+
+def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
+    """Return a run outcome as JSON builtins (a typed ``output`` as its JSON)."""
+
+    def typed(value: Any) -> Any:
+        dump = getattr(value, "model_dump", None)
+        if dump is None:
+            raise TypeError(f"cannot encode {type(value).__name__}")
+        return dump(mode="json")
+
+    out: dict[str, Any] = msgspec.to_builtins(outcome, enc_hook=typed)
+    return out
+
+
 def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
     """Print a run's outcome; exit 1 if it failed (2 if no model could be used at all)."""
     if as_json:
-        print_json(msgspec.to_builtins(outcome))
+        print_json(outcome_json(outcome))
     elif outcome.status == "completed":
         print(outcome.answer)
         print(f"session {outcome.session_id} ({outcome.status})", file=sys.stderr)
@@ -153,6 +225,7 @@ def resume(
         ),
     ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    team_file: TeamOption = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
@@ -173,12 +246,15 @@ def resume(
             override=[model] if model else [],
             base_url=base_url,
         )
+        recipe = recipe_of(row)
+        chosen = team_file or (recipe.team if recipe is not None else None)
+        team = _team(chosen, tools, base_url) if chosen is not None else None
         try:
-            outcome = rt.resume(sid, model=models, tools=tools)
+            outcome = rt.resume(sid, model=models, tools=tools, team=team)
         except ReplayDivergence as e:
             fail(str(e))
     if as_json:
-        print_json(msgspec.to_builtins(outcome))
+        print_json(outcome_json(outcome))
     else:
         print(f"session {sid}: {outcome.status}")
         print(outcome.answer or outcome.error or outcome.question or "")

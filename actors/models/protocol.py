@@ -26,6 +26,24 @@ class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
     parameters: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class ModelSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Sampling settings of one role's model calls; ``None`` keeps the request's default.
+
+    Unset (``None``) fields fall back: a role's to the role it extends, then to the
+    request defaults (``max_tokens`` 4096, no ``temperature``).
+    """
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    def over(self, base: ModelSettings) -> ModelSettings:
+        """Return these settings with every unset field taken from ``base``."""
+        return ModelSettings(
+            max_tokens=self.max_tokens if self.max_tokens is not None else base.max_tokens,
+            temperature=self.temperature if self.temperature is not None else base.temperature,
+        )
+
+
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One model call, provider-neutral. Holds no secrets (keys live in the adapter)."""
 

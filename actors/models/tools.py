@@ -4,20 +4,47 @@ Arguments are validated with the tool's pydantic model *before* the call. A
 validation error, an unknown tool or an exception from the tool becomes a
 ``tool_result`` block with ``is_error: true`` plus a ``tool_failed`` event — the
 run goes on. Whether a tool may run twice after a crash is its ``idempotent``
-flag (see docs/replay-and-recovery.md).
+flag; what happens to a non-idempotent call in doubt after a crash is its own
+``in_doubt`` policy, else the run's (see docs/replay-and-recovery.md).
+
+A tool may take a second parameter, a :class:`ToolContext`: who calls it and the
+call's ``tool_call_id`` — the same id when a resume runs the call again, so an
+exactly-once side effect keys on it.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+import msgspec
 import pydantic
 
 from actors.models.protocol import ToolSpec
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock
 
 ToolOutput = str | dict[str, Any] | list[Any] | list[ContentBlock] | None
+#: What to do with a call that started before a crash and has no recorded outcome.
+InDoubtPolicy = Literal["retry", "fail", "skip"]
+
+
+class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Who is calling a tool, handed to a tool that takes a second parameter.
+
+    ``tool_call_id`` is the recorded id of the call (``tool_call_started``): a resume
+    that runs an in-doubt call again passes the same id with ``attempt`` 2, so a tool
+    with a side effect can key it on ``tool_call_id`` and do it exactly once.
+    """
+
+    tool_call_id: str
+    session_id: str
+    run_id: str
+    agent_id: str
+    #: The role of the agent calling (a worker's role, the primary's role).
+    role: str
+    #: 1 for the first run of the call; 2 when a resume runs it again after a crash.
+    attempt: int = 1
 
 
 @runtime_checkable
@@ -30,41 +57,91 @@ class Tool(Protocol):
     idempotent: bool
 
     def call(self, args: pydantic.BaseModel) -> ToolOutput:
-        """Run the tool with validated ``args``; raise to report a failure."""
+        """Run the tool with validated ``args``; raise to report a failure.
+
+        A tool whose ``call`` takes a second parameter gets a :class:`ToolContext`.
+        A tool may also have an ``in_doubt`` attribute (an :data:`InDoubtPolicy`)
+        overriding the run's policy for its calls in doubt after a crash.
+        """
         ...
 
 
 class FunctionTool:
-    """A tool backed by a plain function taking the validated arguments model."""
+    """A tool backed by a plain function ``fn(args)`` or ``fn(args, ctx)``."""
 
     def __init__(
         self,
         name: str,
-        fn: Callable[[Any], ToolOutput],
+        fn: Callable[..., ToolOutput],
         args_model: type[pydantic.BaseModel],
         *,
         description: str = "",
         idempotent: bool = False,
+        in_doubt: InDoubtPolicy | None = None,
     ) -> None:
         self.name = name
         self.description = description or (fn.__doc__ or "").strip().split("\n")[0]
         self.args_model = args_model
         self.idempotent = idempotent
+        #: This tool's in-doubt policy; None: the run's (``RunSettings.in_doubt_policy``).
+        self.in_doubt = in_doubt
         self._fn = fn
+        self._wants_context = takes_context(fn)
 
-    def call(self, args: pydantic.BaseModel) -> ToolOutput:
+    def call(self, args: pydantic.BaseModel, ctx: ToolContext | None = None) -> ToolOutput:
+        if self._wants_context:
+            return self._fn(args, ctx)
         return self._fn(args)
 
 
 def tool(
-    args_model: type[pydantic.BaseModel], *, name: str | None = None, idempotent: bool = False
-) -> Callable[[Callable[[Any], ToolOutput]], FunctionTool]:
-    """Decorate a function ``fn(args) -> output`` into a :class:`FunctionTool`."""
+    args_model: type[pydantic.BaseModel],
+    *,
+    name: str | None = None,
+    idempotent: bool = False,
+    in_doubt: InDoubtPolicy | None = None,
+) -> Callable[[Callable[..., ToolOutput]], FunctionTool]:
+    """Decorate ``fn(args) -> output`` (or ``fn(args, ctx: ToolContext)``) into a tool.
 
-    def wrap(fn: Callable[[Any], ToolOutput]) -> FunctionTool:
-        return FunctionTool(name or fn.__name__, fn, args_model, idempotent=idempotent)
+    Args:
+        idempotent: the tool may simply run again after a crash.
+        in_doubt: what a resume does with a call of this tool left in doubt by a crash
+            (``retry``, ``fail`` or ``skip``); None: the run's ``in_doubt_policy``.
+    """
+
+    def wrap(fn: Callable[..., ToolOutput]) -> FunctionTool:
+        return FunctionTool(
+            name or fn.__name__, fn, args_model, idempotent=idempotent, in_doubt=in_doubt
+        )
 
     return wrap
+
+
+def takes_context(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` (a function, or a bound ``call``) accepts a context after the args."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: no context
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
+
+
+def call_tool(t: Tool, args: pydantic.BaseModel, ctx: ToolContext) -> ToolOutput:
+    """Call ``t`` with its validated ``args``, and ``ctx`` when its ``call`` takes one."""
+    if takes_context(t.call):
+        return t.call(args, ctx)  # type: ignore[call-arg]
+    return t.call(args)
+
+
+def in_doubt_of(t: Tool | None) -> InDoubtPolicy | None:
+    """Return the tool's own in-doubt policy (its ``in_doubt`` attribute), or None."""
+    policy = getattr(t, "in_doubt", None)
+    return policy if policy in ("retry", "fail", "skip") else None
 
 
 def spec_of(t: Tool) -> ToolSpec:

@@ -3,6 +3,9 @@
 ``brain`` (the Brain actor, ``RunRequest``) · ``main_run`` (the flow's steps) · ``pool``
 (the worker pool) · ``worker`` (one actor per worker invocation) · ``inbox`` (where
 results arrive) · ``loop`` (the model/tool cycle) · ``plan`` (the router's plan, worker
-replies) · ``prompts`` (system prompts, isolation constraints) · ``env`` (what a
-session's actors may use).
+replies) · ``prompts`` (system prompts, isolation constraints, the role catalogue) ·
+``team`` (``Team`` and ``Role``: the team definition, ``extends``) · ``roster`` (the
+team as a run uses it, and as it is recorded) · ``output`` (typed output) ·
+``dispatch`` (the primary's built-in ``dispatch`` tool) · ``env`` (what a session's
+actors may use).
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 from actors.errors import UsageError
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
+from actors.orchestration.roster import Roster, default_roster
 from actors.replay.inputs import RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recorder import RunRecorder
@@ -27,6 +28,7 @@ class SessionEnv:
     writer: Writer | None
     clock: Clock
     models: Mapping[str, Sequence[Model]]
+    #: Every tool of the run (the union of the roles' allow-lists).
     tools: ToolRegistry
     project_dir: Path
     settings: RunSettings = field(default_factory=RunSettings)
@@ -36,6 +38,11 @@ class SessionEnv:
     replay_log: ReplayLog | None = None
     before_tool: Callable[[], None] | None = None
     artifact_threshold: int = 16 * 1024
+    #: The run's team; None: the default team over ``tools``.
+    roster: Roster | None = None
+
+    def __post_init__(self) -> None:
+        self.team: Roster = self.roster or default_roster(self.tools)
 
     def recorder(self, agent_id: str, run_id: str) -> RunRecorder:
         """Return the recorder of ``run_id`` (fed with its recording, if any)."""

@@ -2,20 +2,31 @@
 
 Ask the model (through the fallback chain), append the assistant node, run the
 tool calls it asked for (each through the recorder), append the tool node, repeat
-until the model stops asking for tools or ``max_turns`` is reached.
+until the model stops asking for tools or ``max_turns`` is reached. An agent sees
+and may call only its role's tools; a role with typed output must end with a reply
+that validates (one retry).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
 
-from actors.models.protocol import Model, ModelRequest, request_hash
-from actors.models.tools import Tool, ToolRegistry, output_blocks
+from actors.errors import OutputInvalid
+from actors.models.protocol import Model, ModelRequest, ModelSettings, request_hash
+from actors.models.tools import (
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    call_tool,
+    in_doubt_of,
+    output_blocks,
+)
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError
@@ -77,6 +88,27 @@ class Conversation:
         return node.node_id
 
 
+#: A built-in tool handled by the Brain itself (``dispatch``): it records its own events.
+Builtin = Callable[[ToolCallBlock], ToolResultBlock]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Who runs an agent loop: role and phase, what it is told, may call and must return."""
+
+    role: str
+    phase: str
+    system: str
+    #: The tools the model sees and may call: the role's allow-list.
+    tools: ToolRegistry
+    task_id: str | None
+    max_turns: int
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    output: OutputSpec | None = None
+    #: Tools handled by the Brain, by name; shown through ``tools`` like any other.
+    builtins: Mapping[str, Builtin] = field(default_factory=dict)
+
+
 @dataclass
 class LoopResult:
     """How an agent loop ended."""
@@ -108,6 +140,7 @@ def call_model(
     system: str = "",
     tools: ToolRegistry | None = None,
     task_id: str | None = None,
+    settings: ModelSettings | None = None,
 ) -> tuple[list[ContentBlock], str, Usage]:
     """Call the model chain for ``role``; every candidate is recorded; return the reply.
 
@@ -118,6 +151,7 @@ def call_model(
     index = rec.call_index
     chain = env.chain(role)
     specs = tools.specs() if tools is not None else []
+    sampling = _sampling(settings)
     last: ModelError | None = None
     for i, model in enumerate(chain):
         request = ModelRequest(
@@ -127,6 +161,7 @@ def call_model(
             tools=specs,
             role=role,
             phase=phase,
+            **sampling,
         )
         requested = ModelRequested(
             call_index=index,
@@ -158,6 +193,16 @@ def call_model(
         return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     raise last
+
+
+def _sampling(settings: ModelSettings | None) -> dict[str, Any]:
+    """Return the request fields a role's settings set (none: the request's defaults)."""
+    out: dict[str, Any] = {}
+    if settings is not None and settings.max_tokens is not None:
+        out["max_tokens"] = settings.max_tokens
+    if settings is not None and settings.temperature is not None:
+        out["temperature"] = settings.temperature
+    return out
 
 
 def _live_call(
@@ -192,9 +237,13 @@ def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) ->
 
 
 def run_tool(
-    env: SessionEnv, rec: RunRecorder, tools: ToolRegistry, call: ToolCallBlock
+    env: SessionEnv, rec: RunRecorder, tools: ToolRegistry, call: ToolCallBlock, role: str = ""
 ) -> ToolResultBlock:
-    """Run one tool call through the recorder; always return a tool_result block."""
+    """Run one tool call through the recorder; always return a tool_result block.
+
+    ``tools`` is the calling role's allow-list: a call to a tool of the run outside it
+    is refused (a recorded ``tool_failed``); the tool never runs.
+    """
     t = tools.get(call.name)
     started = ToolCallStarted(
         tool_call_id=call.id,
@@ -202,7 +251,20 @@ def run_tool(
         arguments=dict(call.arguments),
         idempotent=bool(t and t.idempotent),
     )
-    outcome = rec.tool_call(started, lambda: _execute(t, call), env.settings.in_doubt_policy)
+    policy = in_doubt_of(t) or env.settings.in_doubt_policy
+    refused = _not_allowed(env, t, call, role)
+    if refused is not None:
+        outcome = rec.tool_call(started, lambda: refused, policy)
+    else:
+        # The context is built when the tool runs: a resume's re-run has attempt 2.
+        outcome = rec.tool_call(
+            started, lambda: _execute(t, call, _context(env, rec, call, role)), policy
+        )
+    return result_block(call, outcome)
+
+
+def result_block(call: ToolCallBlock, outcome: ToolCallFinished | ToolFailed) -> ToolResultBlock:
+    """Return the tool_result block the model gets for a call's recorded outcome."""
     if isinstance(outcome, ToolFailed):
         return ToolResultBlock(
             tool_call_id=call.id,
@@ -219,7 +281,34 @@ def run_tool(
     )
 
 
-def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFailed:
+def _not_allowed(
+    env: SessionEnv, t: Tool | None, call: ToolCallBlock, role: str
+) -> ToolFailed | None:
+    """Refuse a call to a tool of the run that is not on the calling role's allow-list."""
+    if t is not None or env.tools.get(call.name) is None:
+        return None
+    return ToolFailed(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        error_type="ToolNotAllowed",
+        message=f"role {role!r} may not call tool {call.name!r}",
+    )
+
+
+def _context(env: SessionEnv, rec: RunRecorder, call: ToolCallBlock, role: str) -> ToolContext:
+    return ToolContext(
+        tool_call_id=call.id,
+        session_id=env.session_id,
+        run_id=rec.run_id,
+        agent_id=rec.agent_id,
+        role=role,
+        attempt=rec.tool_attempt,
+    )
+
+
+def _execute(
+    t: Tool | None, call: ToolCallBlock, ctx: ToolContext
+) -> ToolCallFinished | ToolFailed:
     """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
 
     def failed(error_type: str, message: str) -> ToolFailed:
@@ -236,7 +325,7 @@ def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFail
         loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
         return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
     try:
-        output = t.call(args)
+        output = call_tool(t, args, ctx)
     except Exception as e:
         return failed(type(e).__name__, str(e) or repr(e))
     return ToolCallFinished(
@@ -244,39 +333,56 @@ def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFail
     )
 
 
-def agent_loop(
-    env: SessionEnv,
-    conv: Conversation,
-    *,
-    role: str,
-    phase: str,
-    system: str,
-    tools: ToolRegistry,
-    task_id: str | None,
-    max_turns: int,
-) -> LoopResult:
-    """Run the model/tool cycle on ``conv`` until the model stops calling tools."""
+def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopResult:
+    """Run the model/tool cycle on ``conv`` until the model stops calling tools.
+
+    Raises:
+        OutputInvalid: the agent's role has typed output and its reply did not validate,
+            even after it was given the error once.
+    """
     usage = Usage()
     content: list[ContentBlock] = []
-    for turn in range(1, max_turns + 1):
+    retried = False
+    for turn in range(1, agent.max_turns + 1):
         content, stop_reason, u = call_model(
             env,
             conv.rec,
-            role=role,
-            phase=phase,
+            role=agent.role,
+            phase=agent.phase,
             messages=conv.messages,
-            system=system,
-            tools=tools if len(tools) else None,
-            task_id=task_id,
+            system=agent.system,
+            tools=agent.tools if len(agent.tools) else None,
+            task_id=agent.task_id,
+            settings=agent.settings,
         )
         usage = add_usage(usage, u)
-        conv.append("assistant", content)
         calls = [b for b in content if isinstance(b, ToolCallBlock)]
+        error = None
+        if not calls and agent.output is not None:
+            error = agent.output.check(content, conv.rec)
+            conv.append("assistant", content, metadata=verdict_metadata(error))
+        else:
+            conv.append("assistant", content)
+        if not calls and error is not None:
+            if retried or turn == agent.max_turns:
+                raise OutputInvalid(f"role {agent.role!r}: {error}")
+            retried = True
+            conv.append("user", [TextBlock(text=feedback(error))], node_type="system_note")
+            continue
         if not calls:
             reason: EndReason = (
                 "max_output_tokens_recovery" if stop_reason == "max_tokens" else "completed"
             )
             return LoopResult(content, turn, usage, reason, conv.tip)
-        results: list[ContentBlock] = [run_tool(env, conv.rec, tools, c) for c in calls]
+        results: list[ContentBlock] = [_run_call(env, conv.rec, agent, c) for c in calls]
         conv.append("tool", results)
-    return LoopResult(content, max_turns, usage, "max_turns", conv.tip)
+    return LoopResult(content, agent.max_turns, usage, "max_turns", conv.tip)
+
+
+def _run_call(
+    env: SessionEnv, rec: RunRecorder, agent: AgentSpec, call: ToolCallBlock
+) -> ToolResultBlock:
+    builtin = agent.builtins.get(call.name)
+    if builtin is not None:
+        return builtin(call)
+    return run_tool(env, rec, agent.tools, call, agent.role)

@@ -7,14 +7,26 @@ steps re-execute a recorded run event for event.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from actors.errors import PlanError
+from actors.models.tools import ToolRegistry
+from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
-from actors.orchestration.loop import Conversation, LoopResult, add_usage, agent_loop, call_model
-from actors.orchestration.plan import FALLBACK_PLAN, Plan, parse_plan
+from actors.orchestration.loop import (
+    AgentSpec,
+    Builtin,
+    Conversation,
+    LoopResult,
+    add_usage,
+    agent_loop,
+    call_model,
+)
+from actors.orchestration.plan import Plan, json_payload, parse_plan
 from actors.orchestration.pool import WorkerPool
-from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, summaries_block
+from actors.orchestration.prompts import primary_system, router_system, summaries_block
 from actors.replay.inputs import RunInputs
 from actors.replay.recorder import RunRecorder
 from actors.tasks.manager import TaskManagerProxy
@@ -48,10 +60,24 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
     worker_results: list[WorkerResult] = msgspec.field(default_factory=list)
     error: str | None = None
     active_node_id: str | None = None
+    #: The primary's validated typed output (an instance of its role's ``output`` model);
+    #: None when the primary role has none.
+    output: Any = None
 
 
 def _text(content: list[ContentBlock]) -> str:
     return "".join(b.text for b in content if isinstance(b, TextBlock)).strip()
+
+
+def _answer_text(content: list[ContentBlock], typed: bool) -> str:
+    """Return an answer's text; a typed answer given as a JSON block reads as its JSON."""
+    text = _text(content)
+    if text or not typed:
+        return text
+    try:
+        return msgspec.json.encode(json_payload(content)).decode()
+    except PlanError:
+        return ""
 
 
 class MainRun:
@@ -78,6 +104,11 @@ class MainRun:
         self.pool = WorkerPool(env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt)
         # Keyed by worker agent id: that is the task_id a WorkerResult carries.
         self.roles: dict[str, str] = {}
+        team = env.team
+        limit = env.settings.max_dispatches
+        # Agents as tools: only a team with a catalogue has roles to dispatch.
+        self.dispatch_limit = limit if team.catalogued and team.dispatchable() else 0
+        self.dispatcher = Dispatcher(self.pool, team, self.dispatch_limit)
 
     def execute(self) -> RunOutcome:
         """Run the flow; return how it ended."""
@@ -90,7 +121,11 @@ class MainRun:
         turns, usage = answer.turns, answer.usage
         if plan.review:
             answer, turns, usage = self._review(plan, board, conv, results, answer)
-        return self._end(conv, answer, turns, usage, results)
+        return self._end(plan, conv, answer, turns, usage, results)
+
+    def _typed(self, plan: Plan) -> bool:
+        """True when the primary's role has typed output."""
+        return self.env.team.role(plan.primary_role).output is not None
 
     def _todo(self, todo_id: str, status: str, note: str = "") -> None:
         self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
@@ -136,23 +171,25 @@ class MainRun:
     def _route(self, conv: Conversation) -> tuple[Plan, RunTaskBoard]:
         """Ask the router for a plan (a bad one falls back to "primary only"); record it."""
         prompt = self.inputs.prompt
+        team = self.env.team
         content, _, _ = call_model(
             self.env,
             self.rec,
             role="router",
             phase="route",
             messages=[Message(role="user", content=[TextBlock(text=prompt)])],
-            system=ROUTER_SYSTEM,
+            system=router_system(team),
+            settings=team.router_role().settings,
         )
         conv.append("assistant", content, node_type="plan_instruction")
         try:
-            plan = parse_plan(content)
+            plan = team.fit(parse_plan(content))
         except PlanError as e:
             self.rec.emit(
                 PlanRejected(error=str(e), fallback="answer directly: primary only, no workers")
             )
-            plan = FALLBACK_PLAN
-        todos = plan.todos()
+            plan = team.fallback_plan()
+        todos = plan.todos(team.review_role())
         context = BrainTaskContext(
             id=self.run_id,
             goal=prompt,
@@ -199,15 +236,26 @@ class MainRun:
         )
 
     def _answer(self, plan: Plan, conv: Conversation, phase: str) -> LoopResult:
+        team = self.env.team
+        role = team.role(plan.primary_role)
+        tools, builtins = role.tools, dict[str, Builtin]()
+        if self.dispatch_limit:
+            tools = ToolRegistry([*(t for t, _ in role.tools.with_specs()), DispatchTool(team)])
+            builtins[DispatchTool.name] = self.dispatcher
         return agent_loop(
             self.env,
             conv,
-            role=plan.primary_role,
-            phase=phase,
-            system=PRIMARY_SYSTEM,
-            tools=self.env.tools,
-            task_id="primary",
-            max_turns=self.env.settings.max_turns,
+            AgentSpec(
+                role=plan.primary_role,
+                phase=phase,
+                system=primary_system(team, role, self.dispatch_limit),
+                tools=tools,
+                task_id="primary",
+                max_turns=self.env.settings.max_turns,
+                settings=role.settings,
+                output=role.output,
+                builtins=builtins,
+            ),
         )
 
     def _primary(
@@ -245,11 +293,11 @@ class MainRun:
                 handoff_id="primary",
                 task_id="primary",
                 parent_id=self.run_id,
-                summary=_text(answer.content),
+                summary=_answer_text(answer.content, self._typed(plan)),
             )
             review = self.pool.run_one(
                 review_task_id(iteration),
-                "reviewer",
+                self.env.team.review_role(),
                 "Review the primary answer against the request.",
                 [*results, primary_result],
                 purpose="review",
@@ -276,6 +324,7 @@ class MainRun:
 
     def _end(
         self,
+        plan: Plan,
         conv: Conversation,
         answer: LoopResult,
         turns: int,
@@ -295,11 +344,16 @@ class MainRun:
                 outcome={"status": "completed"},
             )
         )
+        output = None
+        spec = self.env.team.role(plan.primary_role).output
+        if spec is not None and answer.end_reason == "completed":
+            output = spec.value(answer.content)  # validated by the loop already
         return RunOutcome(
             session_id=self.env.session_id,
             run_id=self.run_id,
             status="completed",
-            answer=_text(answer.content),
+            answer=_answer_text(answer.content, spec is not None),
             worker_results=results,
             active_node_id=conv.tip,
+            output=output,
         )

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+import msgspec
 import pydantic
 
 from actors.errors import PlanError
@@ -72,7 +73,7 @@ class Plan(pydantic.BaseModel):
             raise ValueError("dependency cycle " + " → ".join(cycle))
         return self
 
-    def todos(self) -> list[Todo]:
+    def todos(self, reviewer: str = "reviewer") -> list[Todo]:
         """Return the checkable items: one per worker, the primary, and the review."""
         out = [
             Todo(id=w.id, title=w.goal, owner_role=w.role, deps=list(w.deps)) for w in self.workers
@@ -84,9 +85,7 @@ class Plan(pydantic.BaseModel):
         )
         if self.review:
             out.append(
-                Todo(
-                    id="review", title="Review the answer", owner_role="reviewer", deps=["primary"]
-                )
+                Todo(id="review", title="Review the answer", owner_role=reviewer, deps=["primary"])
             )
         return out
 
@@ -207,4 +206,18 @@ def normalise_worker_reply(handoff: HandoffPacket, content: list[ContentBlock]) 
         risks=reply.risks,
         next_questions=reply.next_questions,
         verdict=reply.verdict,
+    )
+
+
+def typed_worker_result(handoff: HandoffPacket, content: list[ContentBlock]) -> WorkerResult:
+    """Return the result of a worker whose (validated) reply is its role's typed output.
+
+    The reply is the result: its JSON, compact, is the summary the Brain passes on.
+    """
+    return WorkerResult(
+        handoff_id=handoff.id,
+        task_id=handoff.task.id,
+        parent_id=handoff.task.parent_id,
+        summary=msgspec.json.encode(json_payload(content)).decode(),
+        progress=TaskProgress(status="completed"),
     )

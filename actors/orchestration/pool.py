@@ -18,7 +18,7 @@ from actors.errors import Divergence, EndOfRecording
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
 from actors.orchestration.plan import Plan
-from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS
+from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
 from actors.orchestration.worker import StartWorker, Worker, failed_result
 from actors.replay.recorder import RunRecorder
 from actors.tasks.run_board import RunTaskBoard
@@ -52,8 +52,15 @@ class WorkerPool:
 
     # --- one worker ----------------------------------------------------------------------
 
-    def handoff(self, task_id: str, role: str, goal: str) -> HandoffPacket:
-        """Return the handoff packet of task ``task_id``."""
+    def handoff(self, task_id: str, role: str, goal: str, purpose: str = "worker") -> HandoffPacket:
+        """Return the handoff packet of task ``task_id``.
+
+        The reply shape is the role's typed output, if it has one; a review always
+        replies in the review shape (its verdict drives the fix loop).
+        """
+        expected = (
+            EXPECTED_RESULT if purpose == "review" else expected_result(self.env.team.role(role))
+        )
         return HandoffPacket(
             id=handoff_id(self.run_id, task_id),
             task=AgentTaskContext(
@@ -64,14 +71,14 @@ class WorkerPool:
                 progress=TaskProgress(status="pending"),
             ),
             constraints=list(ISOLATION_CONSTRAINTS),
-            expected_result=EXPECTED_RESULT,
+            expected_result=expected,
         )
 
     def dispatch(
         self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str = "worker"
     ) -> None:
         """Record the handoff of ``task_id`` and start its worker."""
-        handoff = self.handoff(task_id, role, goal)
+        handoff = self.handoff(task_id, role, goal, purpose)
         self.rec.emit(HandoffSent(packet=handoff))
         ref = Worker.start(
             self.env,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from actors.orchestration.roster import DISPATCH, ResolvedRole, Roster
 from eventlog.packets import HandoffPacket, WorkerResult
 
 PRIMARY_SYSTEM = (
@@ -79,4 +80,71 @@ def summaries_block(results: list[WorkerResult], roles: dict[str, str]) -> str:
         if r.next_questions:
             line += f" | open questions: {'; '.join(r.next_questions)}"
         lines.append(line)
+    return "\n".join(lines)
+
+
+# --- a team's prompts ---------------------------------------------------------------------
+# With the default team every function below returns the built-in text unchanged, so a
+# run without a team sends exactly the requests it always sent.
+
+
+def role_system(base: str, roster: Roster, role: ResolvedRole, extra: str = "") -> str:
+    """Compose an agent's system prompt: the team, its role, the built-in ``base``, extras."""
+    parts = [roster.instructions] if roster.instructions else []
+    if role.listed:
+        head = f"# Your role: {role.name}"
+        if role.description:
+            head += f" — {role.description}"
+        parts.append(f"{head}\n{role.instructions}".strip())
+    parts.append(base)
+    if extra:
+        parts.append(extra)
+    return "\n\n".join(parts)
+
+
+def primary_system(roster: Roster, role: ResolvedRole, dispatch_limit: int) -> str:
+    """Return the primary's system prompt (with the dispatch tool, when it has it)."""
+    extra = []
+    if dispatch_limit:
+        extra.append(
+            f"You may call the `{DISPATCH}` tool (at most {dispatch_limit} times) to have a"
+            " worker of another role do a task to completion; it returns that worker's result."
+        )
+    if role.output is not None:
+        extra.append(role.output.instruction())
+    return role_system(PRIMARY_SYSTEM, roster, role, "\n\n".join(extra))
+
+
+def expected_result(role: ResolvedRole) -> str:
+    """Return the reply shape a worker's handoff asks for."""
+    return role.output.instruction() if role.output is not None else EXPECTED_RESULT
+
+
+def router_system(roster: Roster) -> str:
+    """Return the router's system prompt: with a team, its catalogue and instructions."""
+    router = roster.router_role()
+    parts = [roster.instructions] if roster.instructions else []
+    parts.append(ROUTER_SYSTEM)
+    if roster.catalogued:
+        parts.append(catalogue(roster))
+    if router.instructions:
+        parts.append(router.instructions)
+    return "\n\n".join(parts)
+
+
+def catalogue(roster: Roster) -> str:
+    """Return the role catalogue the router plans with: names, descriptions, tool names."""
+    lines = ["# The roles you may plan with (a plan naming any other role is rejected)"]
+    for role in roster.roles.values():
+        tools = ", ".join(role.tools.names()) or "none"
+        about = f" — {role.description}" if role.description else ""
+        lines.append(f"- {role.name}{about} (tools: {tools})")
+    if roster.primary is not None:
+        lines.append(f"The primary role, who writes the answer, is {roster.primary}.")
+    else:
+        lines.append("Choose the primary_role, who writes the answer, among these roles.")
+    if roster.reviewer is not None:
+        lines.append(f'With "review": true, {roster.reviewer} reviews the answer.')
+    else:
+        lines.append('This team has no reviewer: set "review": false.')
     return "\n".join(lines)

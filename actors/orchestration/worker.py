@@ -17,9 +17,9 @@ import structlog
 
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
-from actors.orchestration.loop import Conversation, agent_loop
-from actors.orchestration.plan import normalise_worker_reply
-from actors.orchestration.prompts import WORKER_SYSTEM, worker_prompt
+from actors.orchestration.loop import AgentSpec, Conversation, agent_loop
+from actors.orchestration.plan import normalise_worker_reply, typed_worker_result
+from actors.orchestration.prompts import WORKER_SYSTEM, role_system, worker_prompt
 from actors.replay.log import is_replay_stop
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import TextBlock
@@ -192,18 +192,31 @@ class Worker(pykka.ThreadingActor):
     def _work(self, rec: RunRecorder, run_id: str, conv: Conversation) -> Delivery:
         """Run the agent loop; record the result (or the failure) and the run's end."""
         task = self._handoff.task
+        env = self._env
+        role = env.team.role(task.agent_role)
+        # A review replies in the review shape, whatever its role's output: its verdict
+        # drives the fix loop.
+        output = role.output if self._purpose != "review" else None
         try:
             loop = agent_loop(
-                self._env,
+                env,
                 conv,
-                role=task.agent_role,
-                phase=self._purpose,
-                system=WORKER_SYSTEM,
-                tools=self._env.tools,
-                task_id=task.id,
-                max_turns=self._env.settings.max_turns,
+                AgentSpec(
+                    role=task.agent_role,
+                    phase=self._purpose,
+                    system=role_system(WORKER_SYSTEM, env.team, role),
+                    tools=role.tools,
+                    task_id=task.id,
+                    max_turns=env.settings.max_turns,
+                    settings=role.settings,
+                    output=output,
+                ),
             )
-            result = normalise_worker_reply(self._handoff, loop.content)
+            result = (
+                normalise_worker_reply(self._handoff, loop.content)
+                if output is None
+                else typed_worker_result(self._handoff, loop.content)
+            )
         except Exception as e:
             if is_replay_stop(e):
                 raise

@@ -1,18 +1,45 @@
-"""Field-level differences between a recorded event and the re-executed one."""
+"""Field-level differences between a recorded event and the re-executed one.
+
+Two texts that differ (a system prompt after a role's instructions changed, a message)
+also get ``lines``: a unified diff of the two, so the report shows *what* changed, not
+only that a hash or a long string did.
+"""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import msgspec
 
+#: Lines of context around each change in a text diff.
+_CONTEXT = 1
 
-class FieldDiff(msgspec.Struct, frozen=True, kw_only=True):
-    """One differing field: a dotted path, the recorded value and the re-executed one."""
+
+class FieldDiff(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One differing field: a dotted path, the recorded value and the re-executed one.
+
+    ``lines`` is a unified diff (``-`` recorded, ``+`` re-executed) when both values are
+    texts and at least one has several lines; empty (and left out of the JSON) otherwise.
+    """
 
     path: str
     expected: Any
     actual: Any
+    lines: list[str] = msgspec.field(default_factory=list)
+
+
+def text_diff(expected: str, actual: str) -> list[str]:
+    """Return the unified diff of two texts, without the ``---``/``+++`` file header."""
+    diff = difflib.unified_diff(expected.splitlines(), actual.splitlines(), lineterm="", n=_CONTEXT)
+    return [line for line in diff if not line.startswith(("---", "+++"))]
+
+
+def _leaf(path: str, expected: Any, actual: Any) -> FieldDiff:
+    lines: list[str] = []
+    if isinstance(expected, str) and isinstance(actual, str) and "\n" in expected + actual:
+        lines = text_diff(expected, actual)
+    return FieldDiff(path=path or "(value)", expected=expected, actual=actual, lines=lines)
 
 
 def diff_values(expected: Any, actual: Any, path: str = "") -> list[FieldDiff]:
@@ -40,5 +67,5 @@ def diff_values(expected: Any, actual: Any, path: str = "") -> list[FieldDiff]:
                 out.extend(diff_values(expected[i], actual[i], sub))
         return out
     if expected != actual:
-        return [FieldDiff(path=path or "(value)", expected=expected, actual=actual)]
+        return [_leaf(path, expected, actual)]
     return []

@@ -4,14 +4,17 @@ The inputs are written into the run's ``run_started`` event (its ``metadata``) b
 anything else of the run happens. A replay or a resume reads them back with
 :meth:`RunInputs.from_metadata` and re-executes the run from them, so they must say
 everything the run depends on: the expanded prompt, the model chain names, the tool
-specs (and whether each tool is idempotent), the settings.
+specs (whether each tool is idempotent, its in-doubt policy), the settings, and the
+team (its instructions, roles, allow-lists, settings and output schemas).
 
 Versioning. ``inputs_version`` 1 is the form written since clew 0.1.0; it carries no
 version key. A later version adds fields with defaults (so an older record decodes into
 the current Struct: that is its upcast), lists them in :data:`FIELDS_SINCE`, and writes
 its number under ``inputs_version``. A re-executed run writes its inputs back in the
 version they were *recorded* in (:meth:`RunInputs.to_metadata`), so a session recorded
-by an older clew still replays event for event.
+by an older clew still replays event for event. A new run records the *oldest* version
+that holds its inputs (:meth:`RunInputs.in_oldest_version`): a run that uses nothing
+added since version 1 records exactly what clew 0.1.0 recorded.
 """
 
 from __future__ import annotations
@@ -20,33 +23,76 @@ from typing import Any, Final
 
 import msgspec
 
-from actors.models.tools import ToolRegistry
-from actors.replay.recorder import InDoubtPolicy
+from actors.models.protocol import ModelSettings
+from actors.models.tools import InDoubtPolicy, ToolRegistry, in_doubt_of
 from eventlog.errors import DecodeError
 from projections.references import Reference
 
-#: The version new runs record.
-INPUTS_VERSION: Final = 1
-#: Fields added after version 1, with the version that added them (none yet).
-FIELDS_SINCE: Final[dict[str, int]] = {}
+#: The newest version this clew reads and writes.
+INPUTS_VERSION: Final = 2
+#: Fields added after version 1, with the version that added them. A dotted path names
+#: a field of a nested record; ``[]`` a field of each item of a list.
+FIELDS_SINCE: Final[dict[str, int]] = {
+    "team": 2,
+    "tools[].in_doubt": 2,
+    "settings.max_dispatches": 2,
+}
 
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Knobs of a Brain run; recorded in its ``run_started`` so a replay uses the same."""
+    """Knobs of a Brain run; recorded in its ``run_started`` so a replay uses the same.
+
+    ``in_doubt_policy`` is the run's default for a non-idempotent tool call left in
+    doubt by a crash (``fail``, ``skip`` or ``retry``); a tool's own ``in_doubt``
+    (``@tool(..., in_doubt=…)``) overrides it for that tool. ``max_dispatches`` bounds
+    the primary's ``dispatch`` calls per main run (a team's built-in tool; 0 turns it off).
+    """
 
     max_workers: int = 3
     max_turns: int = 8
     max_fix_iterations: int = 2
     in_doubt_policy: InDoubtPolicy = "fail"
+    max_dispatches: int = 4
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """What a run recorded of one tool: its spec as the model saw it, and idempotency."""
+    """What a run recorded of one tool: its spec as the model saw it, crash behaviour."""
 
     name: str
     description: str = ""
     parameters: dict[str, Any] = msgspec.field(default_factory=dict)
     idempotent: bool = False
+    #: The tool's own in-doubt policy (since version 2); None: the run's.
+    in_doubt: InDoubtPolicy | None = None
+
+
+class RoleRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One role of a recorded team, resolved (``extends`` applied).
+
+    Its model chain is under the role's name in :attr:`RunInputs.models`.
+    """
+
+    name: str
+    description: str = ""
+    instructions: str = ""
+    #: The role's tool allow-list, sorted (the specs are in :attr:`RunInputs.tools`).
+    tools: list[str] = msgspec.field(default_factory=list)
+    settings: ModelSettings = msgspec.field(default_factory=ModelSettings)
+    #: The JSON schema a reply must match; None: free-form.
+    output: dict[str, Any] | None = None
+    #: The role it was derived from (for the reader; its fields are already merged in).
+    extends: str | None = None
+
+
+class TeamRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A recorded team (since version 2); a run without one used the default team."""
+
+    instructions: str = ""
+    #: The catalogue, in the team's order; empty: open roles (the router names them).
+    roles: list[RoleRecord] = msgspec.field(default_factory=list)
+    primary: str | None = None
+    reviewer: str | None = None
+    router: RoleRecord | None = None
 
 
 class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +109,8 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     models: dict[str, list[str]] = msgspec.field(default_factory=dict)
     tools: list[ToolRecord] = msgspec.field(default_factory=list)
     settings: RunSettings = msgspec.field(default_factory=RunSettings)
+    #: The team (since version 2); None: the default team.
+    team: TeamRecord | None = None
     inputs_version: int = INPUTS_VERSION
 
     @classmethod
@@ -88,12 +136,39 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     def to_metadata(self) -> dict[str, Any]:
         """Return the ``run_started`` metadata, in the version these inputs were recorded in."""
         out: dict[str, Any] = msgspec.to_builtins(self)
-        for name, since in FIELDS_SINCE.items():
+        for path, since in FIELDS_SINCE.items():
             if since > self.inputs_version:
-                out.pop(name, None)
+                _drop(out, path.split("."))
         if self.inputs_version == 1:
             del out["inputs_version"]
         return out
+
+    def in_oldest_version(self) -> RunInputs:
+        """Return these inputs in the oldest version that holds every one of them.
+
+        A run using nothing added since version 1 (no team, no per-tool in-doubt
+        policy, default dispatch bound) records version 1: byte for byte what clew
+        0.1.0 recorded.
+        """
+        for version in range(1, INPUTS_VERSION):
+            candidate = msgspec.structs.replace(self, inputs_version=version)
+            if RunInputs.from_metadata(candidate.to_metadata()) == candidate:
+                return candidate
+        return msgspec.structs.replace(self, inputs_version=INPUTS_VERSION)
+
+
+def _drop(data: Any, path: list[str]) -> None:
+    """Remove the field at ``path`` (``["tools[]", "in_doubt"]``) from builtins ``data``."""
+    head, rest = path[0], path[1:]
+    if head.endswith("[]"):
+        items = data.get(head[:-2]) if isinstance(data, dict) else None
+        for item in items or []:
+            _drop(item, rest)
+    elif not rest:
+        if isinstance(data, dict):
+            data.pop(head, None)
+    elif isinstance(data, dict) and head in data:
+        _drop(data[head], rest)
 
 
 def tool_records(registry: ToolRegistry) -> list[ToolRecord]:
@@ -104,6 +179,7 @@ def tool_records(registry: ToolRegistry) -> list[ToolRecord]:
             description=spec.description,
             parameters=spec.parameters,
             idempotent=t.idempotent,
+            in_doubt=in_doubt_of(t),
         )
         for t, spec in registry.with_specs()
     ]

@@ -23,11 +23,12 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 import msgspec
 
 from actors.errors import Divergence, EndOfRecording
+from actors.models.tools import InDoubtPolicy
 from actors.replay.diff import FieldDiff, diff_values
 from eventlog.artifact_plan import plan_artifacts
 from eventlog.blocks import ContentBlock, TextBlock
@@ -50,7 +51,7 @@ from eventlog.ids import seed_for
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.writer import Writer
 
-InDoubtPolicy = Literal["retry", "fail", "skip"]
+E = TypeVar("E")
 
 
 def _builtins(event: Event) -> Any:
@@ -89,6 +90,8 @@ class RunRecorder:
         self.rng = random.Random(seed_for(run_id))
         self.compared = 0
         self.call_index = 0
+        #: 1 while a tool call runs for the first time, 2 when a resume runs it again.
+        self.tool_attempt = 1
 
     # --- state ---------------------------------------------------------------------------
 
@@ -109,6 +112,13 @@ class RunRecorder:
     def peek(self) -> StoredEvent | None:
         """Return the next recorded event, if any."""
         return self._recorded[self._cursor] if self.replaying else None
+
+    def next_recorded(self, kind: type[E]) -> E | None:
+        """Return the next recorded event of type ``kind`` still to be matched, if any."""
+        for stored in self._recorded[self._cursor :]:
+            if isinstance(stored.event, kind):
+                return stored.event
+        return None
 
     def next_id(self, kind: str) -> str:
         """Return the next derived id of ``kind`` in this run: ``<run_id>:<kind><n>``."""
@@ -291,10 +301,11 @@ class RunRecorder:
         return self._resolve_in_doubt(started, run, decision)
 
     def _run_tool(
-        self, run: Callable[[], ToolCallFinished | ToolFailed]
+        self, run: Callable[[], ToolCallFinished | ToolFailed], attempt: int = 1
     ) -> ToolCallFinished | ToolFailed:
         if self._before_tool is not None:
             self._before_tool()
+        self.tool_attempt = attempt
         outcome = run()
         self.emit(outcome)
         return outcome
@@ -321,7 +332,7 @@ class RunRecorder:
         if decision == "retry":
             if self.replaying:
                 return self._recorded_outcome(started)
-            return self._run_tool(run)
+            return self._run_tool(run, attempt=2)
         if decision == "skip":
             outcome: ToolCallFinished | ToolFailed = ToolCallFinished(
                 tool_call_id=started.tool_call_id,

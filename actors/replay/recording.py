@@ -13,7 +13,7 @@ from typing import Any
 import pydantic
 
 from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
-from actors.models.tools import ToolRegistry
+from actors.models.tools import InDoubtPolicy, ToolRegistry
 from actors.replay.inputs import RunInputs
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import RunStarted
@@ -35,7 +35,9 @@ class RecordedModel:
 class RecordedTool:
     """A stand-in for a tool in a replay: the recorded spec; never executed."""
 
-    def __init__(self, spec: ToolSpec, idempotent: bool) -> None:
+    def __init__(
+        self, spec: ToolSpec, idempotent: bool, in_doubt: InDoubtPolicy | None = None
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.description = spec.description
@@ -43,6 +45,7 @@ class RecordedTool:
             f"Recorded_{spec.name}", __config__=pydantic.ConfigDict(extra="allow")
         )
         self.idempotent = idempotent
+        self.in_doubt = in_doubt
 
     def call(self, args: Any) -> Any:
         raise ClewError(f"replay: tool {self.name} is never executed")
@@ -79,5 +82,17 @@ def recorded_tools(inputs: RunInputs) -> ToolRegistry:
     reg = ToolRegistry()
     for t in inputs.tools:
         spec = ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-        reg.add(RecordedTool(spec, t.idempotent))
+        reg.add(RecordedTool(spec, t.idempotent, t.in_doubt))
     return reg
+
+
+def session_tools(store: EventStore, sid: str) -> dict[str, RecordedTool]:
+    """Return stand-ins for every tool the session's main runs recorded, by name."""
+    out: dict[str, RecordedTool] = {}
+    by_run, mains = read_recording(store, sid)
+    for run_id in mains:
+        inputs = RunInputs.from_metadata(run_started_of(by_run[run_id]).metadata)
+        for t, _ in recorded_tools(inputs).with_specs():
+            if isinstance(t, RecordedTool):
+                out[t.name] = t
+    return out

@@ -8,6 +8,8 @@ their own modules; :class:`~actors.runtime.runtime.Runtime` is the public facade
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +44,11 @@ class Engine:
         ids: IdSource | None,
         settings: RunSettings | None,
         fault: FaultPlan | None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.home = home
+        #: Where a role's model spec (``openai:…``) finds its keys; read at the edge, once.
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.project_dir = project_dir
         self.home.mkdir(parents=True, exist_ok=True)
         self.store: EventStore = SQLiteStore(

@@ -11,20 +11,17 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from actors.models.chains import ModelArg, model_chains
-from actors.models.tools import Tool, ToolRegistry
+from actors.models.chains import ModelArg
+from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs
 from actors.replay.log import ReplayLog
-from actors.replay.recording import (
-    read_recording,
-    recorded_models,
-    recorded_tools,
-    run_started_of,
-)
+from actors.replay.recording import read_recording, run_started_of
 from actors.replay.report import ReplayReport, build_report
 from actors.runtime.engine import Engine
+from actors.runtime.teams import team_for_replay
 from actors.tasks.manager import task_manager
 from eventlog.ids import validate_session_id
 
@@ -37,12 +34,13 @@ def replay_session(
     *,
     model: ModelArg | None = None,
     tools: Sequence[Tool] | None = None,
+    team: Team | None = None,
     progress: Progress | None = None,
 ) -> ReplayReport:
     """Re-execute every recorded main run of the session; return the comparison.
 
-    ``model``/``tools`` default to stand-ins with the recorded names and specs (pass
-    today's tools to check they still match what was recorded).
+    ``model``/``tools``/``team`` default to stand-ins with the recorded names, specs and
+    team (pass today's tools or team to check they still match what was recorded).
     """
     sid = validate_session_id(session_id)
     engine.store.read_session(sid)
@@ -54,13 +52,15 @@ def replay_session(
             for i, run_id in enumerate(mains):
                 started = run_started_of(by_run[run_id])
                 inputs = RunInputs.from_metadata(started.metadata)
+                roster, chains = team_for_replay(inputs, team, tools, model)
                 env = SessionEnv(
                     session_id=sid,
                     store=engine.store,
                     writer=None,
                     clock=engine.clock,
-                    models=model_chains(model) if model is not None else recorded_models(inputs),
-                    tools=ToolRegistry(tools) if tools is not None else recorded_tools(inputs),
+                    models=chains,
+                    tools=roster.tools,
+                    roster=roster,
                     project_dir=scratch,
                     settings=inputs.settings,
                     recording=by_run,

@@ -12,14 +12,16 @@ from typing import Any
 import msgspec
 
 from actors.errors import NothingToResume, SessionBusy
-from actors.models.chains import ModelArg, model_chains
-from actors.models.tools import Tool, ToolRegistry
+from actors.models.chains import ModelArg
+from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recording import run_started_of
 from actors.runtime.engine import Engine
+from actors.runtime.teams import team_for_resume
 from actors.tasks.manager import CALL_TIMEOUT
 from eventlog.errors import ReplayDivergence
 from eventlog.ids import validate_session_id, wal_name_for
@@ -83,27 +85,31 @@ def resume(
     model: ModelArg,
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
+    team: Team | None = None,
 ) -> RunOutcome:
     """Finish the interrupted main run of ``plan``.
 
     Raises:
+        UsageError: the recorded team has typed output and no ``team`` was given.
         SessionBusy: a live process owns the session.
         ReplayDivergence: today's code does not reproduce the recording.
     """
     sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
     started = run_started_of(by_run[run_id])
     inputs = RunInputs.from_metadata(started.metadata)
+    roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
     engine.lock(sid)
     try:
         replay_log = ReplayLog()
         env = engine.env(
             sid,
-            model_chains(model),
-            ToolRegistry(tools),
+            chains,
+            roster.tools,
             settings or inputs.settings,
             recording=by_run,
             live_allowed=True,
             replay_log=replay_log,
+            roster=roster,
         )
         request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
         outcome = execute(env, engine.task_manager(sid), request)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from actors.errors import NeedsResume, UsageError
-from actors.models.chains import ModelArg, model_chains
-from actors.models.tools import Tool, ToolRegistry
+from actors.models.chains import ModelArg
+from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings, tool_records
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
+from actors.runtime.teams import team_for_run
 from eventlog.ids import is_main_run, main_run_id
 from projections.references import expand_references
 
@@ -23,11 +25,13 @@ def run_session(
     model: ModelArg,
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
+    team: Team | None = None,
 ) -> RunOutcome:
     """Run one main run (route → workers → primary → review) and return its outcome.
 
     Raises:
         UsageError: the prompt is empty.
+        TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
         NeedsResume: the session has an interrupted run.
         SessionBusy: a live process owns the session.
     """
@@ -38,8 +42,8 @@ def run_session(
     # @path / @@session markers are expanded here, once; the *expanded* text is the run's
     # recorded input, so a replay never reads a file or another session again.
     expanded = expand_references(prompt, engine.project_dir, engine.store.read_events)
-    models = model_chains(model)
-    registry = ToolRegistry(tools)
+    # The team is resolved (and refused) before anything is written.
+    roster, models = team_for_run(team, tools, model, engine.environ)
     engine.lock(sid)
     try:
         row = engine.store.read_session(sid)
@@ -55,13 +59,14 @@ def run_session(
             create_agent=n == 1,
             references=expanded.references,
             models=model_names(models),
-            tools=tool_records(registry),
+            tools=tool_records(roster.tools),
             settings=settings,
-        )
+            team=roster.record(),
+        ).in_oldest_version()
         request = RunRequest(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
         )
-        env = engine.env(sid, models, registry, settings)
+        env = engine.env(sid, models, roster.tools, settings, roster=roster)
         outcome = execute(env, engine.task_manager(sid), request)
         engine.writer.flush()
         return outcome

@@ -18,6 +18,7 @@ from actors.errors import UsageError
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
 from actors.runtime import replayer, runs
@@ -74,6 +75,7 @@ class Runtime:
         ids: IdSource | None = None,
         settings: RunSettings | None = None,
         fault: FaultPlan | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -81,6 +83,8 @@ class Runtime:
             project_dir: where Task WALs live (``<project>/.clew/tasks``); default: cwd.
             durability: ``normal`` survives a process crash, ``full`` a power loss.
             fault: crash-test seam (see :class:`FaultPlan`).
+            environ: where a role's model spec (``openai:…``) finds its provider keys;
+                default: the process environment.
         """
         self._engine = Engine(
             Path(home).expanduser(),
@@ -90,6 +94,7 @@ class Runtime:
             ids=ids,
             settings=settings,
             fault=fault,
+            environ=environ,
         )
         engine = self._engine
         #: The clew home directory.
@@ -123,6 +128,7 @@ class Runtime:
         """
         env = os.environ if env is None else env
         fault = FaultPlan.from_env(env)
+        kwargs.setdefault("environ", env)
         return cls(home_from_env(env, home), project_dir, fault=fault, **kwargs)
 
     def __enter__(self) -> Runtime:
@@ -245,16 +251,18 @@ class Runtime:
         model: ModelArg | None = None,
         tools: Sequence[Tool] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        team: Team | None = None,
     ) -> ReplayReport:
         """Re-execute every recorded main run of the session against its recording.
 
         Nothing is written to the recorded session: model replies and tool results
         come from the recording, the Task WAL is rebuilt in a scratch directory
-        that is thrown away. ``model``/``tools`` default to stand-ins with the
-        recorded names and specs (pass today's tools to check they still match).
+        that is thrown away. ``model``/``tools``/``team`` default to stand-ins with the
+        recorded names, specs and team (pass today's tools or team to check they still
+        match: a changed role instruction diverges with a diff of the text).
         """
         return replayer.replay_session(
-            self._engine, session_id, model=model, tools=tools, progress=progress
+            self._engine, session_id, model=model, tools=tools, team=team, progress=progress
         )
 
     def resume_ready(self, session_id: str) -> ResumePlan:
@@ -274,9 +282,13 @@ class Runtime:
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         plan: ResumePlan | None = None,
+        team: Team | None = None,
     ) -> RunOutcome:
         """Finish the session's interrupted main run: re-execute it to the end of its log,
         then go on live (a recorded model reply is never requested again).
+
+        ``team``: the run's team (without it the recorded team is rebuilt over ``tools``;
+        a team with typed output must be given).
 
         Raises:
             NothingToResume: no interrupted run.
@@ -284,7 +296,9 @@ class Runtime:
             ReplayDivergence: today's code does not reproduce the recording.
         """
         plan = plan or self.resume_ready(session_id)
-        return resuming.resume(self._engine, plan, model=model, tools=tools, settings=settings)
+        return resuming.resume(
+            self._engine, plan, model=model, tools=tools, settings=settings, team=team
+        )
 
     def verify(
         self,
@@ -310,10 +324,17 @@ class Runtime:
         model: ModelArg,
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
+        team: Team | None = None,
     ) -> RunOutcome:
         """Run one main run of ``session_id``; see :meth:`Session.run`."""
         return runs.run_session(
-            self._engine, session_id, prompt, model=model, tools=tools, settings=settings
+            self._engine,
+            session_id,
+            prompt,
+            model=model,
+            tools=tools,
+            settings=settings,
+            team=team,
         )
 
 
@@ -338,12 +359,22 @@ class Session:
         model: ModelArg,
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
+        team: Team | None = None,
     ) -> RunOutcome:
         """Run one main run (route → workers → primary → review) and return its outcome.
 
+        Args:
+            model: the model chain(s) (``default`` for every role without its own).
+            tools: tools every role may call (with the default team: every agent).
+            team: the roles, their instructions, allow-lists, models and typed output;
+                None: the default team (the router names roles, every role every tool).
+
         Raises:
             UsageError: the prompt is empty.
+            TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """
-        return self.runtime.run(self.id, prompt, model=model, tools=tools, settings=settings)
+        return self.runtime.run(
+            self.id, prompt, model=model, tools=tools, settings=settings, team=team
+        )

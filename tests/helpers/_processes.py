@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: The crash-sweep child: run or resume the demo, maybe SIGKILLed by a fault variable.
 CRASH_DEMO = Path(__file__).with_name("_crash_demo.py")
+#: The team crash child: a team session with a dispatch and a non-idempotent tool.
+CRASH_TEAM = Path(__file__).with_name("_crash_team.py")
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -28,14 +30,18 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def run_crash_demo(
-    home: Path, project: Path, *args: str, env: dict[str, str] | None = None
+    home: Path,
+    project: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    child: Path = CRASH_DEMO,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``_crash_demo.py HOME PROJECT ARGS`` to its end (or its SIGKILL).
+    """Run ``_crash_demo.py HOME PROJECT ARGS`` (or another ``child``) to its end or SIGKILL.
 
     ``env`` holds the fault variables; any set outside the test are dropped.
     """
     return subprocess.run(
-        [sys.executable, str(CRASH_DEMO), str(home), str(project), *args],
+        [sys.executable, str(child), str(home), str(project), *args],
         env=child_env(**(env or {})),
         capture_output=True,
         text=True,

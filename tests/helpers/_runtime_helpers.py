@@ -18,6 +18,7 @@ import msgspec
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.runtime.runtime import ModelArg, Runtime
 from eventlog.events import (
@@ -145,17 +146,22 @@ def run_session(
     *,
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
+    team: Team | None = None,
 ) -> Recorded:
     """Run one main run in a new session, then prove it replays and verifies.
 
     Replay identical and ``verify().ok`` are asserted here for every session the
-    runtime tests create.
+    runtime tests create — with the recorded stand-ins, and with a ``team`` given
+    again as today's team.
     """
     session = rt.new_session()
-    outcome = session.run(prompt, model=model, tools=tools, settings=settings)
+    outcome = session.run(prompt, model=model, tools=tools, settings=settings, team=team)
     events = rt.store.read_events(session.id)
     report = rt.replay(session.id)
     assert report.identical, report.summary()
+    if team is not None:
+        again = rt.replay(session.id, team=team, tools=tools)
+        assert again.identical, again.summary()
     checked = verify(rt.store, session.id)
     assert checked.ok, checked
     return Recorded(rt=rt, sid=session.id, outcome=outcome, events=events)

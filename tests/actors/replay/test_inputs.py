@@ -6,6 +6,7 @@ SQLite file; the property covers every valid ``RunInputs`` a strategy can build.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -14,7 +15,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.replay.inputs import INPUTS_VERSION, RunInputs, RunSettings, ToolRecord
+from actors.models.protocol import ModelSettings
+from actors.orchestration.team import Role, Team
+from actors.replay.inputs import (
+    INPUTS_VERSION,
+    RoleRecord,
+    RunInputs,
+    RunSettings,
+    TeamRecord,
+    ToolRecord,
+)
 from actors.runtime.runtime import Runtime
 from eventlog.clock import ManualClock
 from eventlog.errors import DecodeError
@@ -150,3 +160,132 @@ def test_any_run_inputs_round_trip_through_the_metadata_and_its_json(inputs: Run
 
     assert inputs == RunInputs.from_metadata(metadata)
     assert inputs == RunInputs.from_metadata(stored)
+
+
+# --- version 2: teams, per-tool in-doubt policies, the dispatch bound -------------------------
+
+TEAM = TeamRecord(
+    instructions="You are the support desk.",
+    roles=[
+        RoleRecord(
+            name="researcher",
+            description="finds facts",
+            instructions="Search first.",
+            tools=["lookup"],
+            settings=ModelSettings(max_tokens=800, temperature=0.2),
+        ),
+        RoleRecord(name="writer", output={"type": "object"}, extends="researcher"),
+    ],
+    primary="writer",
+)
+
+
+@pytest.mark.parametrize(
+    ("changes", "version"),
+    [
+        ({}, 1),
+        ({"tools": [ToolRecord(name="charge")]}, 1),
+        ({"tools": [ToolRecord(name="charge", in_doubt="skip")]}, 2),
+        ({"settings": RunSettings(max_dispatches=2)}, 2),
+        ({"team": TEAM}, 2),
+    ],
+    ids=["nothing-new", "plain-tool", "tool-policy", "dispatch-bound", "team"],
+)
+def test_a_run_records_the_oldest_version_that_holds_its_inputs(
+    changes: dict[str, Any], version: int
+) -> None:
+    inputs = msgspec.structs.replace(RunInputs(prompt="hi"), **changes)
+
+    recorded = inputs.in_oldest_version()
+
+    assert version == recorded.inputs_version
+    assert msgspec.structs.replace(inputs, inputs_version=version) == recorded
+    assert recorded == RunInputs.from_metadata(recorded.to_metadata())
+
+
+def test_a_version_1_record_leaves_out_every_field_added_since() -> None:
+    inputs = RunInputs(
+        prompt="hi",
+        tools=[ToolRecord(name="charge", in_doubt="retry")],
+        team=TEAM,
+        inputs_version=1,
+    )
+
+    written = inputs.to_metadata()
+
+    assert "team" not in written
+    assert "in_doubt" not in written["tools"][0]
+    assert "max_dispatches" not in written["settings"]
+    assert {"prompt", "raw_prompt", "create_agent", "references", "models", "tools"} | {
+        "settings"
+    } == set(written)
+
+
+def test_a_team_run_records_version_2_with_the_resolved_team(tmp_path: Path) -> None:
+    lookup, note = demo_tools(tmp_path)
+    team = Team(
+        instructions="Plan apps.",
+        roles=[
+            Role("researcher", description="finds facts", tools=[lookup]),
+            Role("lead", extends="researcher", instructions="Write the plan.", tools=[note]),
+        ],
+        primary="lead",
+    )
+    with Runtime(tmp_path / "home", tmp_path, clock=ManualClock()) as rt:
+        session = rt.new_session()
+        session.run(DEMO_PROMPT, model=demo_model(1), team=team)
+        (started,) = [
+            e.event
+            for e in rt.store.read_events(session.id)
+            if isinstance(e.event, RunStarted) and e.run_id == rt.main_runs(session.id)[0]
+        ]
+
+    inputs = RunInputs.from_metadata(started.metadata)
+    assert (2, 2) == (started.metadata["inputs_version"], inputs.inputs_version)
+    assert inputs.team is not None
+    assert "Plan apps." == inputs.team.instructions
+    assert [("researcher", ["lookup"], None), ("lead", ["save_note"], "researcher")] == [
+        (r.name, r.tools, r.extends) for r in inputs.team.roles
+    ]
+    assert ("finds facts", "Write the plan.") == (
+        inputs.team.roles[1].description,
+        inputs.team.roles[1].instructions,
+    )
+    assert ["lookup", "save_note"] == [t.name for t in inputs.tools]
+    assert started.metadata == inputs.to_metadata()
+
+
+role_records = st.builds(
+    RoleRecord,
+    name=short_texts,
+    description=texts,
+    instructions=texts,
+    tools=st.lists(short_texts, max_size=3),
+    settings=st.builds(
+        ModelSettings,
+        max_tokens=st.none() | st.integers(min_value=1, max_value=8192),
+        temperature=st.none() | st.floats(min_value=0, max_value=2),
+    ),
+    output=st.none() | json_objects,
+    extends=st.none() | short_texts,
+)
+team_records = st.builds(
+    TeamRecord,
+    instructions=texts,
+    roles=st.lists(role_records, max_size=3),
+    primary=st.none() | short_texts,
+    reviewer=st.none() | short_texts,
+    router=st.none() | role_records,
+)
+
+
+@given(run_inputs, team_records, st.sampled_from([None, "retry", "fail", "skip"]))
+def test_any_version_2_inputs_with_a_team_round_trip(
+    inputs: RunInputs, team: TeamRecord, policy: str | None
+) -> None:
+    tools = [msgspec.structs.replace(t, in_doubt=policy) for t in inputs.tools]
+    current = msgspec.structs.replace(inputs, team=team, tools=tools, inputs_version=2)
+
+    metadata = current.to_metadata()
+
+    assert current == RunInputs.from_metadata(msgspec.json.decode(msgspec.json.encode(metadata)))
