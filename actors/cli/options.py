@@ -39,6 +39,15 @@ Project = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="print one JSON document and nothing else")]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="a session id")]
+SessionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        metavar="SESSION",
+        help="continue this session (default: a new one)",
+        show_default=False,
+    ),
+]
 TeamOption = Annotated[
     str | None,
     typer.Option(

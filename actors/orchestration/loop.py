@@ -163,17 +163,7 @@ def call_model(
             phase=phase,
             **sampling,
         )
-        requested = ModelRequested(
-            call_index=index,
-            attempt=i + 1,
-            model=model.name,
-            role=role,
-            phase=phase,
-            request_hash=request_hash(request),
-            messages=request.messages,
-            tools=[s.name for s in specs],
-            system=system,
-        )
+        requested = _requested(request, call_index=index, attempt=i + 1)
         try:
             responded = rec.model_call(requested, _live_call(model, request))
         except ModelError as e:
@@ -193,6 +183,21 @@ def call_model(
         return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     raise last
+
+
+def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
+    """Return the ``model_requested`` event of ``request``."""
+    return ModelRequested(
+        call_index=call_index,
+        attempt=attempt,
+        model=request.model,
+        role=request.role,
+        phase=request.phase,
+        request_hash=request_hash(request),
+        messages=request.messages,
+        tools=[s.name for s in request.tools],
+        system=request.system,
+    )
 
 
 def _sampling(settings: ModelSettings | None) -> dict[str, Any]:
