@@ -26,6 +26,7 @@ from actors.cli.recipes import ModelRecipe, build_model, check_reachable, models
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
 from actors.orchestration.main_run import RunOutcome
+from actors.runtime.runs import check_prompt
 from eventlog.errors import ReplayDivergence
 from eventlog.events import ModelFailed
 
@@ -98,8 +99,7 @@ def run(
 ) -> None:
     """Run PROMPT in a new session with a model chain; print the outcome and session id."""
     where = where_from(home, project)
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
+    check_prompt(prompt)  # before the session exists: bad input creates nothing
     specs = [model, *(fallback or [])]
     # Everything that can be refused is checked before the session exists.
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]

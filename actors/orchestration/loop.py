@@ -14,7 +14,8 @@ from typing import Any
 import pydantic
 
 from actors.models.protocol import Model, ModelRequest, request_hash
-from actors.models.tools import Tool, ToolRegistry, output_blocks
+from actors.models.storable import check_storable, safe_text
+from actors.models.tools import Tool, ToolRegistry, error_type_of, invoke, output_blocks, timeout_of
 from actors.orchestration.env import SessionEnv
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -168,12 +169,17 @@ def _live_call(
     def live() -> tuple[list[ContentBlock], str, Usage]:
         try:
             response = model.complete(request)
+            # A reply the log cannot hold (a lone surrogate…) is a failed candidate, not
+            # a store failure: recorded as model_failed, so a replay reproduces it.
+            check_storable((response.content, response.stop_reason), "the model's reply")
         except ModelError:
             raise
-        except Exception as e:
+        except BaseException as e:
             # A client bug (KeyError on a provider body…) is a failed candidate too:
             # recorded as model_failed, so the chain falls back and a replay reproduces it.
-            raise ModelError(f"{type(e).__name__}: {e}", error_type=type(e).__name__) from e
+            # Any BaseException: one escaping a worker actor would stop every actor.
+            name = safe_text(type(e).__name__)
+            raise ModelError(f"{name}: {safe_text(str(e))}", error_type=name) from e
         return response.content, response.stop_reason, response.usage
 
     return live
@@ -184,8 +190,8 @@ def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) ->
         call_index=requested.call_index,
         attempt=requested.attempt,
         model=requested.model,
-        error_type=e.error_type,
-        message=str(e),
+        error_type=safe_text(e.error_type),
+        message=safe_text(str(e)),
         status=e.status,
         will_fallback=will_fallback,
     )
@@ -202,7 +208,10 @@ def run_tool(
         arguments=dict(call.arguments),
         idempotent=bool(t and t.idempotent),
     )
-    outcome = rec.tool_call(started, lambda: _execute(t, call), env.settings.in_doubt_policy)
+    timeout = env.settings.tool_timeout_s
+    outcome = rec.tool_call(
+        started, lambda: _execute(t, call, timeout), env.settings.in_doubt_policy
+    )
     if isinstance(outcome, ToolFailed):
         return ToolResultBlock(
             tool_call_id=call.id,
@@ -219,12 +228,17 @@ def run_tool(
     )
 
 
-def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFailed:
+def _execute(
+    t: Tool | None, call: ToolCallBlock, timeout: float | None
+) -> ToolCallFinished | ToolFailed:
     """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
 
     def failed(error_type: str, message: str) -> ToolFailed:
         return ToolFailed(
-            tool_call_id=call.id, tool_name=call.name, error_type=error_type, message=message
+            tool_call_id=call.id,
+            tool_name=call.name,
+            error_type=safe_text(error_type),
+            message=safe_text(message),
         )
 
     if t is None:
@@ -236,9 +250,9 @@ def _execute(t: Tool | None, call: ToolCallBlock) -> ToolCallFinished | ToolFail
         loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
         return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
     try:
-        output = t.call(args)
+        output = invoke(t, args, timeout=timeout_of(t, timeout))
     except Exception as e:
-        return failed(type(e).__name__, str(e) or repr(e))
+        return failed(error_type_of(e), str(e) or repr(e))
     return ToolCallFinished(
         tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
     )

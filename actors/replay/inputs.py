@@ -8,8 +8,9 @@ specs (and whether each tool is idempotent), the settings.
 
 Versioning. ``inputs_version`` 1 is the form written since clew 0.1.0; it carries no
 version key. A later version adds fields with defaults (so an older record decodes into
-the current Struct: that is its upcast), lists them in :data:`FIELDS_SINCE`, and writes
-its number under ``inputs_version``. A re-executed run writes its inputs back in the
+the current Struct: that is its upcast), lists them in :data:`FIELDS_SINCE` (a field of
+a nested record by its dotted path, ``settings.tool_timeout_s``), and writes its number
+under ``inputs_version``. A re-executed run writes its inputs back in the
 version they were *recorded* in (:meth:`RunInputs.to_metadata`), so a session recorded
 by an older clew still replays event for event.
 """
@@ -26,9 +27,10 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The version new runs record.
-INPUTS_VERSION: Final = 1
-#: Fields added after version 1, with the version that added them (none yet).
-FIELDS_SINCE: Final[dict[str, int]] = {}
+INPUTS_VERSION: Final = 2
+#: Fields added after version 1 (dotted for a nested record), with the version that
+#: added them.
+FIELDS_SINCE: Final[dict[str, int]] = {"settings.tool_timeout_s": 2}
 
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,6 +40,9 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_turns: int = 8
     max_fix_iterations: int = 2
     in_doubt_policy: InDoubtPolicy = "fail"
+    #: Seconds a tool may run before it counts as failed (``tool_failed``, error type
+    #: ``timeout``); a tool's own ``timeout_s`` wins; None means no limit. Since v2.
+    tool_timeout_s: float | None = 300.0
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,7 +95,11 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
         out: dict[str, Any] = msgspec.to_builtins(self)
         for name, since in FIELDS_SINCE.items():
             if since > self.inputs_version:
-                out.pop(name, None)
+                *parents, leaf = name.split(".")
+                record = out
+                for parent in parents:
+                    record = record[parent]
+                record.pop(leaf, None)
         if self.inputs_version == 1:
             del out["inputs_version"]
         return out

@@ -8,6 +8,8 @@ their own modules; :class:`~actors.runtime.runtime.Runtime` is the public facade
 
 from __future__ import annotations
 
+import atexit
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,20 @@ from eventlog.writer import Writer
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES = ("running", "pending")
+
+#: Engines not closed yet. Every actor runs on a daemon thread, so an engine its owner
+#: never closes cannot keep the interpreter alive; at exit it is closed here, so what
+#: its writer holds is committed and its locks are released.
+_OPEN: set[Engine] = set()
+_OPEN_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_open_engines() -> None:
+    with _OPEN_LOCK:
+        engines = list(_OPEN)
+    for engine in engines:
+        engine.close()
 
 
 class Engine:
@@ -60,9 +76,13 @@ class Engine:
         self.writer = Writer(self.store, after_commit=fault.commit_hook())
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        with _OPEN_LOCK:
+            _OPEN.add(self)
 
     def close(self) -> None:
         """Stop every actor, flush and close the writer, release session locks."""
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
         for tm in self._task_managers.values():
             stop_task_manager(tm)
         self._task_managers.clear()

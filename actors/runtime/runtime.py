@@ -14,8 +14,9 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import UsageError
+from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
+from actors.models.storable import check_storable
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.replay.inputs import RunSettings
@@ -140,7 +141,16 @@ class Runtime:
     def new_session(
         self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Session:
-        """Create a session (``session_created``) and return it."""
+        """Create a session (``session_created``) and return it.
+
+        Raises:
+            UsageError: ``metadata`` or ``cwd`` cannot be stored (nothing is written).
+        """
+        cwd = cwd or str(self.project_dir)
+        try:
+            check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
+        except Unencodable as e:
+            raise UsageError(str(e)) from None
         now = self.clock.now()
         for _ in range(_SESSION_ID_TRIES):
             sid = self.ids.new_session_id(now)
@@ -153,7 +163,7 @@ class Runtime:
                 session_id=sid,
                 event=SessionCreated(
                     session_id=sid,
-                    cwd=cwd or str(self.project_dir),
+                    cwd=cwd,
                     root_agent_id=brain_agent_id(sid),
                     metadata=metadata or {},
                 ),
@@ -342,7 +352,7 @@ class Session:
         """Run one main run (route → workers → primary → review) and return its outcome.
 
         Raises:
-            UsageError: the prompt is empty.
+            UsageError: the prompt is empty or not valid text (nothing is written).
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """
