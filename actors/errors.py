@@ -72,6 +72,10 @@ class NeedsResume(Refused):
     """The session has an interrupted run: it must be resumed before a new run starts."""
 
 
+class ProjectDirGone(Refused):
+    """The project directory a session was created in (its Task WALs' home) is gone."""
+
+
 class RunInterrupted(ClewError):
     """The run's environment failed (store full, I/O error, locked past the timeout, a
     Task WAL that cannot be written): the run stops as *interrupted*, nothing of the

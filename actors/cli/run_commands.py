@@ -168,7 +168,7 @@ def resume(
         models, tools = models_for_resume(
             row,
             env=os.environ,
-            project_dir=where.project,
+            project_dir=rt.session_dir(sid),
             slow_ms=slow,
             override=[model] if model else [],
             base_url=base_url,

@@ -73,9 +73,10 @@ def run_session(
     sid = session_id
     check_prompt(prompt)
     settings = settings or engine.settings
+    project = engine.session_dir(sid)
     # @path / @@session markers are expanded here, once; the *expanded* text is the run's
     # recorded input, so a replay never reads a file or another session again.
-    expanded = expand_references(prompt, engine.project_dir, engine.store.read_events)
+    expanded = expand_references(prompt, project, engine.store.read_events)
     models = model_chains(model)
     registry = ToolRegistry(tools)
     engine.lock(sid)

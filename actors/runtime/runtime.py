@@ -143,10 +143,14 @@ class Runtime:
     ) -> Session:
         """Create a session (``session_created``) and return it.
 
+        Args:
+            cwd: the session's project directory (default: this runtime's
+                ``project_dir``); its Task WALs live there (see :meth:`session_dir`).
+
         Raises:
             UsageError: ``metadata`` or ``cwd`` cannot be stored (nothing is written).
         """
-        cwd = cwd or str(self.project_dir)
+        cwd = str(Path(cwd).absolute()) if cwd else str(self.project_dir)
         try:
             check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
         except Unencodable as e:
@@ -241,6 +245,18 @@ class Runtime:
         finally:
             self.unlock(sid)
         return row.active_node_id
+
+    def session_dir(self, session_id: str) -> Path:
+        """Return the session's project directory (where its Task WALs live).
+
+        The directory the session was created in, whatever this runtime's
+        ``project_dir``: ``run``, ``resume``, ``verify`` and ``clew tasks`` all use it.
+
+        Raises:
+            UnknownSession: no such session.
+            ProjectDirGone: that directory no longer exists.
+        """
+        return self._engine.session_dir(session_id)
 
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily)."""
@@ -353,6 +369,7 @@ class Session:
 
         Raises:
             UsageError: the prompt is empty or not valid text (nothing is written).
+            ProjectDirGone: the session's project directory no longer exists.
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """
