@@ -13,6 +13,7 @@ from actors.errors import (
     Divergence,
     NeedsResume,
     NothingToResume,
+    ProjectDirGone,
     ProviderConfigError,
     ScriptError,
     SessionBusy,
@@ -27,6 +28,7 @@ from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.faults import FaultPlan
 from actors.runtime.runtime import Runtime, Session, SessionInfo
+from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -78,6 +80,7 @@ __all__ = [
     "ModelResponse",
     "NeedsResume",
     "NothingToResume",
+    "ProjectDirGone",
     "ProviderConfigError",
     "Refused",
     "ReplayDivergence",
