@@ -3,7 +3,8 @@
 Disk full once became a recorded ``worker_failed``, and every later resume was refused as
 a divergence. Here the store really fills — SQLite's own ``SQLITE_FULL`` (the write
 connection's ``max_page_count``), a size-limited tmpfs under the home (root only), a
-tmpfs under the project's Task WAL — and each time: the outcome is ``interrupted`` with
+tmpfs under the project's Task WAL — or another writer holds the database past the busy
+timeout, and each time: the outcome is ``interrupted`` with
 the cause, no failure is recorded, the session lists as interrupted, a resume while the
 disk is still full says so (no divergence), and once space is back the resume completes,
 the session replays identically and verifies.
@@ -23,6 +24,7 @@ from typing import Any
 import apsw
 import pydantic
 import pytest
+from _cli_helpers import invoke
 from _processes import child_env
 from _runtime_helpers import route, rule, scripted, worker
 
@@ -160,6 +162,33 @@ def test_a_resume_while_the_disk_is_still_full_says_so_and_a_later_one_completes
         assert_finished_and_sound(rt, session.id)
 
 
+def test_a_database_locked_past_its_timeout_interrupts_and_the_run_can_be_run_again(
+    tmp_path: Path,
+) -> None:
+    with Runtime(tmp_path / "home", tmp_path / "project") as rt:
+        session = rt.new_session()
+        write_connection(rt).set_busy_timeout(300)  # the default waits 10 s
+        other = apsw.Connection(str(tmp_path / "home" / "sessions.sqlite"))
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the database
+
+        outcome = session.run(PROMPT, model=model(), tools=[arm_tool(lambda: None)])
+
+        assert "interrupted" == outcome.status
+        assert "database is locked" in (outcome.error or "")
+        # run_started never landed: there is nothing to resume.
+        assert "nothing of the run was written; once the cause is fixed, run it again" in (
+            outcome.error or ""
+        )
+        assert ([], False) == (rt.store.read_runs(session.id), session.info().interrupted)
+
+        other.execute("ROLLBACK")
+        other.close()
+        again = session.run(PROMPT, model=model(), tools=[arm_tool(lambda: None)])
+
+        assert "completed" == again.status
+        assert_finished_and_sound(rt, session.id)
+
+
 # --- a real, tiny filesystem --------------------------------------------------------------------
 
 
@@ -229,7 +258,7 @@ def test_a_full_filesystem_interrupts_the_demo_and_it_resumes_once_space_is_free
     sid = demo.stdout.split()[1]
     assert "status: interrupted" in demo.stdout
     assert "disk full" in demo.stdout
-    listed = json.loads(clew("sessions", "--json", *where).stdout)
+    listed = json.loads(invoke(None, "sessions", "--json", *where).out)
     assert [(sid, True)] == [(s["session_id"], s["interrupted"]) for s in listed]
 
     still_full = clew("resume", sid, *where)
@@ -238,10 +267,10 @@ def test_a_full_filesystem_interrupts_the_demo_and_it_resumes_once_space_is_free
     assert "diverged" not in still_full.stdout + still_full.stderr
 
     filler.unlink()
-    resumed = clew("resume", sid, *where)
-    assert 0 == resumed.returncode, resumed.stdout + resumed.stderr
-    assert 0 == clew("replay", sid, *where).returncode
-    assert 0 == clew("verify", sid, *where).returncode
+    resumed = invoke(None, "resume", sid, *where)
+    assert 0 == resumed.code, resumed.out + resumed.err
+    assert 0 == invoke(None, "replay", sid, *where).code
+    assert 0 == invoke(None, "verify", sid, *where).code
     with Runtime(home, project) as rt:
         assert_finished_and_sound(rt, sid)
 

@@ -4,20 +4,25 @@ A resume from another working directory once wrote a second Task WAL there, left
 original stale, and ``verify`` passed. Now ``resume``, ``tasks`` and ``verify`` use the
 directory the session was created in (or refuse, one line, if it is gone), and
 ``verify`` fails when an ended main run's WAL is missing or disagrees with its log.
-Real processes: the demo is SIGKILLed mid-run, then ``clew`` runs from elsewhere.
+The demo is a real process SIGKILLed mid-run; ``clew`` then runs from another working
+directory (a real ``chdir``), with no ``--project``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from _processes import child_env
 
+from actors.cli import main
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime.runtime import Runtime
 from eventlog.ids import wal_name_for
@@ -26,7 +31,7 @@ WORKERS = 3
 
 
 def clew(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``clew ARGS`` as a real process in ``cwd`` (no --project: the cwd is the default)."""
+    """Run ``clew ARGS`` as a real process in ``cwd``."""
     return subprocess.run(
         [sys.executable, "-m", "actors", *args],
         cwd=cwd,
@@ -36,6 +41,26 @@ def clew(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def clew_in(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Ran:
+    """Run ``clew ARGS`` in this process with ``cwd`` as the working directory."""
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        monkeypatch.context() as m,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        m.chdir(cwd)
+        code = main(list(args))
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 def interrupted_demo(tmp_path: Path) -> tuple[Path, Path, str]:
@@ -52,20 +77,23 @@ def wal_of(project: Path, sid: str) -> Path:
 
 
 def test_a_resume_from_another_directory_finishes_the_sessions_own_task_wal(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, project, sid = interrupted_demo(tmp_path)
     elsewhere = tmp_path / "b"
     elsewhere.mkdir()
 
-    resumed = clew(elsewhere, "resume", sid, "--home", str(home))
+    def clew_elsewhere(*args: str) -> Ran:
+        return clew_in(elsewhere, monkeypatch, *args, "--home", str(home))
+
+    resumed = clew_elsewhere("resume", sid)
 
     assert 0 == resumed.returncode, resumed.stdout + resumed.stderr
     assert not (elsewhere / ".clew").exists()  # no second Task WAL, no stray notes
-    tasks = json.loads(clew(elsewhere, "tasks", sid, "--home", str(home), "--json").stdout)
+    tasks = json.loads(clew_elsewhere("tasks", sid, "--json").stdout)
     assert str(wal_of(project, sid)) == tasks["wal"]["path"]
     assert {"completed"} == {t["status"] for t in tasks["tasks"]}
-    verified = clew(elsewhere, "verify", sid, "--home", str(home))
+    verified = clew_elsewhere("verify", sid)
     assert 0 == verified.returncode, verified.stdout
     with Runtime(home, elsewhere) as rt:
         assert project == rt.session_dir(sid)
@@ -73,7 +101,7 @@ def test_a_resume_from_another_directory_finishes_the_sessions_own_task_wal(
 
 
 def test_a_session_whose_project_directory_is_gone_is_refused_until_it_is_back(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, project, sid = interrupted_demo(tmp_path)
     moved = tmp_path / "moved-away"
@@ -81,19 +109,22 @@ def test_a_session_whose_project_directory_is_gone_is_refused_until_it_is_back(
     elsewhere = tmp_path / "b"
     elsewhere.mkdir()
 
+    def clew_elsewhere(*args: str) -> Ran:
+        return clew_in(elsewhere, monkeypatch, *args, "--home", str(home))
+
     for command in ("resume", "tasks"):
-        refused = clew(elsewhere, command, sid, "--home", str(home))
+        refused = clew_elsewhere(command, sid)
         lines = refused.stderr.strip().splitlines()
         assert (2, 1) == (refused.returncode, len(lines)), refused.stderr
         assert f"{project}, which no longer exists" in lines[0]
-    verified = clew(elsewhere, "verify", sid, "--home", str(home))
+    verified = clew_elsewhere("verify", sid)
     assert 0 == verified.returncode  # interrupted: nothing to compare yet, nothing missing
     assert not (elsewhere / ".clew").exists()
 
     moved.rename(project)
-    assert 0 == clew(elsewhere, "resume", sid, "--home", str(home)).returncode
+    assert 0 == clew_elsewhere("resume", sid).returncode
     project.rename(moved)
-    verified = clew(elsewhere, "verify", sid, "--home", str(home))
+    verified = clew_elsewhere("verify", sid)
     assert 1 == verified.returncode
     assert f"{project}, which no longer exists" in verified.stdout
 
