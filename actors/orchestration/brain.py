@@ -81,7 +81,7 @@ class Brain(pykka.ThreadingActor):
             if stop is None:
                 try:
                     return self._failed(run, e)
-                except Exception as again:  # recording the failure met the environment's
+                except Exception as again:  # the environment failed while recording it
                     stop = interruption(again)
                     if stop is None:
                         raise
