@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from eventlog.errors import ClewError, Refused, ReplayDivergence
+from eventlog.errors import ClewError, Refused, ReplayDivergence, ToolError
 
 if TYPE_CHECKING:
     from actors.replay.diff import FieldDiff
@@ -90,3 +90,38 @@ class EndOfRecording(ClewError):
 
 class NeedsResume(Refused):
     """The session has an interrupted run: it must be resumed before a new run starts."""
+
+
+class ProjectDirGone(Refused):
+    """The project directory a session was created in (its Task WALs' home) is gone."""
+
+
+class RunInterrupted(ClewError):
+    """The run's environment failed (store full, I/O error, locked past the timeout, a
+    Task WAL that cannot be written): the run stops as *interrupted*, nothing of the
+    failure is recorded, and a resume finishes it once the cause is gone.
+
+    An environment failure is never an outcome: recording it would make the session
+    replay differently from the code that re-executes it (see
+    docs/replay-and-recovery.md, "Environment failures").
+    """
+
+
+class Unencodable(ClewError, ValueError):
+    """A value cannot be stored in the log (a lone surrogate, an object JSON cannot hold,
+    nesting deeper than the limit); the message says what and where."""
+
+
+class ToolTimeout(ToolError):
+    """A tool did not return within its timeout (its thread may still be running)."""
+
+    error_type = "timeout"
+
+
+class ToolAborted(ToolError):
+    """A tool raised a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
+    ``KeyboardInterrupt``, …); contained, and recorded with that exception's name."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type

@@ -94,6 +94,11 @@ Item = tuple[AppendRequest, CommitFuture]
 class _WriterActor(pykka.ThreadingActor):
     """The actor body; use :class:`Writer` rather than this class."""
 
+    #: A writer its owner never stops must not keep the interpreter alive. No caller
+    #: learns of a commit before it happened, so dying with the process loses nothing
+    #: acknowledged (the runtime also stops open writers at exit).
+    use_daemon_thread = True
+
     def __init__(
         self,
         store: EventStore,

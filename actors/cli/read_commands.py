@@ -126,15 +126,15 @@ def timeline(
 def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     out = render.make_console()
     runs = rt.main_runs(sid)
-    wals = inspect_wals(where.project, sid, runs)
+    # The session's own project directory, whatever --project says (refused if gone).
+    project = rt.session_dir(sid)
+    wals = inspect_wals(project, sid, runs)
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))
         out.print(render.wal_line(w))
-    if not any(w.exists for w, _ in wals) and Path(row.cwd) != where.project:
-        out.print(
-            f"no Task WAL under {where.project}; this session was created with --project {row.cwd}"
-        )
+    if not any(w.exists for w, _ in wals) and Path(row.cwd) != project:
+        out.print(f"no Task WAL under {project}; this session was created with --project {row.cwd}")
 
 
 @app.command()

@@ -41,6 +41,7 @@ from actors.models.protocol import Model
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
+from actors.runtime.runs import check_prompt
 from actors.runtime.runtime import Runtime, Session
 from eventlog.errors import ReplayDivergence
 from eventlog.events import ModelFailed
@@ -117,8 +118,7 @@ def run(
 ) -> None:
     """Run PROMPT with a model chain (and a team), in a new session or a given one."""
     where = where_from(home, project)
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
+    check_prompt(prompt)  # before the session exists: bad input creates nothing
     specs = [model, *(fallback or [])]
     # Everything that can be refused is checked before anything is written.
     sid = _existing_session(where, session_id) if session_id is not None else None
@@ -234,7 +234,7 @@ def resume(
         models, tools = models_for_resume(
             row,
             env=os.environ,
-            project_dir=where.project,
+            project_dir=rt.session_dir(sid),
             slow_ms=slow,
             override=[model] if model else [],
             base_url=base_url,

@@ -10,18 +10,29 @@ flag; what happens to a non-idempotent call in doubt after a crash is its own
 A tool may take a second parameter, a :class:`ToolContext`: who calls it and the
 call's ``tool_call_id`` — the same id when a resume runs the call again, so an
 exactly-once side effect keys on it.
+
+A tool runs through :func:`invoke`, on a thread of its own, with a timeout (the tool's
+``timeout_s`` attribute, else ``RunSettings.tool_timeout_s``). A tool that raises any
+``BaseException`` (``SystemExit``, ``KeyboardInterrupt``) or outlives its timeout is a
+``tool_failed`` like any other failure. Python cannot kill a thread: a timed-out tool
+keeps running in the background until it returns (its result is dropped), so a tool
+should be cancellable or idempotent; its thread is a daemon and never keeps the
+interpreter alive.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 import pydantic
 
+from actors.errors import ToolAborted, ToolTimeout
 from actors.models.protocol import ToolSpec
+from actors.models.storable import check_storable
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock
 
 ToolOutput = str | dict[str, Any] | list[Any] | list[ContentBlock] | None
@@ -78,13 +89,16 @@ class FunctionTool:
         description: str = "",
         idempotent: bool = False,
         in_doubt: InDoubtPolicy | None = None,
+        timeout_s: float | None = None,
     ) -> None:
+        """Wrap ``fn``; ``timeout_s`` overrides the run's ``tool_timeout_s`` for this tool."""
         self.name = name
         self.description = description or (fn.__doc__ or "").strip().split("\n")[0]
         self.args_model = args_model
         self.idempotent = idempotent
         #: This tool's in-doubt policy; None: the run's (``RunSettings.in_doubt_policy``).
         self.in_doubt = in_doubt
+        self.timeout_s = timeout_s
         self._fn = fn
         self._wants_context = takes_context(fn)
 
@@ -100,6 +114,7 @@ def tool(
     name: str | None = None,
     idempotent: bool = False,
     in_doubt: InDoubtPolicy | None = None,
+    timeout_s: float | None = None,
 ) -> Callable[[Callable[..., ToolOutput]], FunctionTool]:
     """Decorate ``fn(args) -> output`` (or ``fn(args, ctx: ToolContext)``) into a tool.
 
@@ -107,11 +122,17 @@ def tool(
         idempotent: the tool may simply run again after a crash.
         in_doubt: what a resume does with a call of this tool left in doubt by a crash
             (``retry``, ``fail`` or ``skip``); None: the run's ``in_doubt_policy``.
+        timeout_s: seconds this tool may run; None: the run's ``tool_timeout_s``.
     """
 
     def wrap(fn: Callable[..., ToolOutput]) -> FunctionTool:
         return FunctionTool(
-            name or fn.__name__, fn, args_model, idempotent=idempotent, in_doubt=in_doubt
+            name or fn.__name__,
+            fn,
+            args_model,
+            idempotent=idempotent,
+            in_doubt=in_doubt,
+            timeout_s=timeout_s,
         )
 
     return wrap
@@ -142,6 +163,63 @@ def in_doubt_of(t: Tool | None) -> InDoubtPolicy | None:
     """Return the tool's own in-doubt policy (its ``in_doubt`` attribute), or None."""
     policy = getattr(t, "in_doubt", None)
     return policy if policy in ("retry", "fail", "skip") else None
+
+
+def timeout_of(t: Tool, default: float | None) -> float | None:
+    """Return the timeout of ``t`` in seconds: its own ``timeout_s``, else ``default``.
+
+    None (or a value ≤ 0) means no timeout.
+    """
+    own = getattr(t, "timeout_s", None)
+    chosen = own if isinstance(own, int | float) and not isinstance(own, bool) else default
+    return chosen if chosen is not None and chosen > 0 else None
+
+
+def invoke(
+    t: Tool, args: pydantic.BaseModel, ctx: ToolContext, *, timeout: float | None
+) -> ToolOutput:
+    """Run the tool (:func:`call_tool`) on a daemon thread; return its output once checked
+    storable.
+
+    Raises:
+        ToolTimeout: no return within ``timeout`` seconds (the thread keeps running).
+        ToolAborted: the tool raised a ``BaseException`` that is not an ``Exception``.
+        Unencodable: the output cannot be stored in the log.
+        Exception: whatever the tool raised, as it raised it.
+    """
+    box: list[Any] = []
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            box.append((True, call_tool(t, args, ctx)))
+        except BaseException as e:
+            box.append((False, e))
+        finally:
+            done.set()
+
+    # A daemon: a tool that never returns must not keep the interpreter alive at exit.
+    threading.Thread(target=body, name=f"clew-tool-{t.name}", daemon=True).start()
+    if not done.wait(timeout):
+        raise ToolTimeout(
+            f"the tool did not return within {timeout:g} s; it may still be running"
+            " (its result will be ignored)"
+        )
+    ok, value = box[0]
+    if not ok:
+        if isinstance(value, Exception):
+            raise value
+        raise ToolAborted(type(value).__name__, f"the tool raised {value!r}")
+    check_storable(value, "the tool's output")
+    output: ToolOutput = value
+    return output
+
+
+def error_type_of(e: Exception) -> str:
+    """Return the ``error_type`` a ``tool_failed`` records for ``e``."""
+    if isinstance(e, ToolTimeout | ToolAborted):
+        return e.error_type
+    return type(e).__name__
 
 
 def spec_of(t: Tool) -> ToolSpec:

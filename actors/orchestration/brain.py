@@ -17,11 +17,12 @@ import msgspec
 import pykka
 import structlog
 
-from actors.errors import Divergence
+from actors.errors import Divergence, RunInterrupted
+from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
 from actors.replay.inputs import RunInputs
-from actors.replay.log import is_replay_stop
+from actors.replay.log import interruption, is_replay_stop
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.events import AgentStatusChanged, RunEnded
 from eventlog.ids import brain_agent_id
@@ -43,6 +44,9 @@ BrainMessage = RunRequest
 
 class Brain(pykka.ThreadingActor):
     """The orchestrator of a session's main runs."""
+
+    #: Never keeps the interpreter alive (a crash at exit is one resume recovers from).
+    use_daemon_thread = True
 
     def __init__(self, env: SessionEnv, tasks: TaskManagerProxy) -> None:
         super().__init__()
@@ -73,10 +77,33 @@ class Brain(pykka.ThreadingActor):
                 return RunOutcome(
                     session_id=env.session_id, run_id=req.run_id, status=status, error=str(e)
                 )
-            return self._failed(run, e)
+            stop = interruption(e)
+            if stop is None:
+                try:
+                    return self._failed(run, e)
+                except Exception as again:  # the environment failed while recording it
+                    stop = interruption(again)
+                    if stop is None:
+                        raise
+            return self._interrupted(run, stop)
         finally:
             if env.replay_log is not None:
                 env.replay_log.count(req.run_id, rec.compared)
+
+    def _interrupted(self, run: MainRun, stop: RunInterrupted) -> RunOutcome:
+        """Stop the run as interrupted: nothing more is recorded (the environment failed)."""
+        sid = self._env.session_id
+        log.bind(session_id=sid, agent_id=self.agent_id, run_id=run.run_id).warning(
+            "brain_run_interrupted", error=str(stop)
+        )
+        run.pool.drain()
+        return RunOutcome(
+            session_id=sid,
+            run_id=run.run_id,
+            status="interrupted",
+            error=str(stop),
+            active_node_id=run.conv.tip if run.conv else None,
+        )
 
     def _failed(self, run: MainRun, e: Exception) -> RunOutcome:
         """Record the run's failure (its agent failed, ``run_ended(failed)``); return it."""
@@ -92,14 +119,14 @@ class Brain(pykka.ThreadingActor):
                 status="failed",
                 end_reason="failed",
                 end_node_id=tip,
-                error={"type": type(e).__name__, "message": str(e)},
+                error={"type": safe_text(type(e).__name__), "message": safe_text(str(e))},
             )
         )
         return RunOutcome(
             session_id=self._env.session_id,
             run_id=run.run_id,
             status="failed",
-            error=f"{type(e).__name__}: {e}",
+            error=safe_text(f"{type(e).__name__}: {e}"),
             active_node_id=tip,
         )
 

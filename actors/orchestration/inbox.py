@@ -11,10 +11,12 @@ from eventlog.packets import WorkerResult
 
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
-    """What a worker actor hands back: its result, and whether a replay stopped it."""
+    """What a worker actor hands back: its result, and whether a replay stopped it or an
+    environment failure interrupted it (then ``interrupted`` says why)."""
 
     result: WorkerResult
     replay_stopped: bool = False
+    interrupted: str | None = None
 
 
 class ResultInbox:

@@ -17,13 +17,16 @@ import pydantic
 
 from actors.errors import OutputInvalid
 from actors.models.protocol import Model, ModelRequest, ModelSettings, request_hash
+from actors.models.storable import check_storable, safe_text
 from actors.models.tools import (
     Tool,
     ToolContext,
     ToolRegistry,
-    call_tool,
+    error_type_of,
     in_doubt_of,
+    invoke,
     output_blocks,
+    timeout_of,
 )
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
@@ -218,12 +221,17 @@ def _live_call(
     def live() -> tuple[list[ContentBlock], str, Usage]:
         try:
             response = model.complete(request)
+            # A reply the log cannot hold (a lone surrogate…) is a failed candidate, not
+            # a store failure: recorded as model_failed, so a replay reproduces it.
+            check_storable((response.content, response.stop_reason), "the model's reply")
         except ModelError:
             raise
-        except Exception as e:
+        except BaseException as e:
             # A client bug (KeyError on a provider body…) is a failed candidate too:
             # recorded as model_failed, so the chain falls back and a replay reproduces it.
-            raise ModelError(f"{type(e).__name__}: {e}", error_type=type(e).__name__) from e
+            # Any BaseException: one escaping a worker actor would stop every actor.
+            name = safe_text(type(e).__name__)
+            raise ModelError(f"{name}: {safe_text(str(e))}", error_type=name) from e
         return response.content, response.stop_reason, response.usage
 
     return live
@@ -234,8 +242,8 @@ def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) ->
         call_index=requested.call_index,
         attempt=requested.attempt,
         model=requested.model,
-        error_type=e.error_type,
-        message=str(e),
+        error_type=safe_text(e.error_type),
+        message=safe_text(str(e)),
         status=e.status,
         will_fallback=will_fallback,
     )
@@ -262,8 +270,9 @@ def run_tool(
         outcome = rec.tool_call(started, lambda: refused, policy)
     else:
         # The context is built when the tool runs: a resume's re-run has attempt 2.
+        timeout = env.settings.tool_timeout_s
         outcome = rec.tool_call(
-            started, lambda: _execute(t, call, _context(env, rec, call, role)), policy
+            started, lambda: _execute(t, call, _context(env, rec, call, role), timeout), policy
         )
     return result_block(call, outcome)
 
@@ -312,13 +321,16 @@ def _context(env: SessionEnv, rec: RunRecorder, call: ToolCallBlock, role: str) 
 
 
 def _execute(
-    t: Tool | None, call: ToolCallBlock, ctx: ToolContext
+    t: Tool | None, call: ToolCallBlock, ctx: ToolContext, timeout: float | None
 ) -> ToolCallFinished | ToolFailed:
     """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
 
     def failed(error_type: str, message: str) -> ToolFailed:
         return ToolFailed(
-            tool_call_id=call.id, tool_name=call.name, error_type=error_type, message=message
+            tool_call_id=call.id,
+            tool_name=call.name,
+            error_type=safe_text(error_type),
+            message=safe_text(message),
         )
 
     if t is None:
@@ -330,9 +342,9 @@ def _execute(
         loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
         return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
     try:
-        output = call_tool(t, args, ctx)
+        output = invoke(t, args, ctx, timeout=timeout_of(t, timeout))
     except Exception as e:
-        return failed(type(e).__name__, str(e) or repr(e))
+        return failed(error_type_of(e), str(e) or repr(e))
     return ToolCallFinished(
         tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
     )

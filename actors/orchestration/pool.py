@@ -14,7 +14,7 @@ from collections.abc import Callable
 import msgspec
 import pykka
 
-from actors.errors import Divergence, EndOfRecording
+from actors.errors import Divergence, EndOfRecording, RunInterrupted
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
 from actors.orchestration.plan import Plan
@@ -106,6 +106,8 @@ class WorkerPool:
             wanted = None
         d: Delivery = self.inbox.take(wanted)
         self._stop(d.result.task_id)
+        if d.interrupted is not None:
+            raise RunInterrupted(d.interrupted)
         result = d.result
         if d.replay_stopped:
             result = self._after_replay_stop(result, recorded)

@@ -15,12 +15,13 @@ import msgspec
 import pykka
 import structlog
 
+from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
 from actors.orchestration.loop import AgentSpec, Conversation, agent_loop
 from actors.orchestration.plan import normalise_worker_reply, typed_worker_result
 from actors.orchestration.prompts import WORKER_SYSTEM, role_system, worker_prompt
-from actors.replay.log import is_replay_stop
+from actors.replay.log import interruption, is_replay_stop
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import TextBlock
 from eventlog.events import (
@@ -54,13 +55,16 @@ def failed_result(handoff: HandoffPacket, error: str) -> WorkerResult:
         parent_id=handoff.task.parent_id,
         status="failed",
         progress=TaskProgress(status="failed"),
-        summary=f"worker failed: {error}",
-        error=error,
+        summary=f"worker failed: {safe_text(error)}",
+        error=safe_text(error),
     )
 
 
 class Worker(pykka.ThreadingActor):
     """Runs one handoff and delivers one ``WorkerResult``."""
+
+    #: Never keeps the interpreter alive (a crash at exit is one resume recovers from).
+    use_daemon_thread = True
 
     def __init__(
         self,
@@ -104,10 +108,33 @@ class Worker(pykka.ThreadingActor):
     def _failed(
         self, rec: RunRecorder, run_id: str, e: Exception, end_node_id: str | None
     ) -> Delivery:
-        """Record the run's failure (``worker_failed``, ``run_ended(failed)``); return it."""
+        """Record the run's failure (``worker_failed``, ``run_ended(failed)``); return it.
+
+        An environment failure is never recorded: the delivery says the run was
+        interrupted (so is one met while recording the failure).
+        """
+        stop = interruption(e)
+        if stop is not None:
+            return self._interrupted(run_id, stop)
+        try:
+            return self._record_failure(rec, run_id, e, end_node_id)
+        except Exception as again:
+            stop = interruption(again)
+            if stop is None:
+                raise
+            return self._interrupted(run_id, stop)
+
+    def _interrupted(self, run_id: str, stop: Exception) -> Delivery:
+        self._log(run_id).warning("worker_interrupted", error=str(stop))
+        return Delivery(result=failed_result(self._handoff, str(stop)), interrupted=str(stop))
+
+    def _record_failure(
+        self, rec: RunRecorder, run_id: str, e: Exception, end_node_id: str | None
+    ) -> Delivery:
         task = self._handoff.task
-        result = failed_result(self._handoff, f"{type(e).__name__}: {e}")
-        rec.emit(WorkerFailed(task_id=task.id, error_type=type(e).__name__, message=str(e)))
+        error_type, message = safe_text(type(e).__name__), safe_text(str(e))
+        result = failed_result(self._handoff, f"{error_type}: {message}")
+        rec.emit(WorkerFailed(task_id=task.id, error_type=error_type, message=message))
         rec.emit(
             AgentStatusChanged(
                 agent_id=task.id, status="failed", result=msgspec.to_builtins(result)
@@ -119,7 +146,7 @@ class Worker(pykka.ThreadingActor):
                 status="failed",
                 end_reason="failed",
                 end_node_id=end_node_id,
-                error={"type": type(e).__name__, "message": str(e)},
+                error={"type": error_type, "message": message},
             )
         )
         return Delivery(result=result)
@@ -138,8 +165,13 @@ class Worker(pykka.ThreadingActor):
                 if self._env.replay_log is not None:
                     self._env.replay_log.stopped(run_id, e)
                 return Delivery(result=failed_result(self._handoff, str(e)), replay_stopped=True)
+            stop = interruption(e)
+            if stop is not None:
+                # The environment failed (the store, a Task WAL): not an outcome, nothing
+                # recorded; the Brain stops the run as interrupted.
+                return self._interrupted(run_id, stop)
             if not self._started:
-                raise  # nothing of the run is recorded (the writer failed): on_failure reports
+                raise  # nothing of the run is recorded: on_failure reports
             # A bug in the worker's own code, outside the agent loop: still a failed result
             # with its run ended — never a run left "running" that looks interrupted.
             self._log(run_id).error("worker_crashed", error=str(e))
@@ -218,7 +250,7 @@ class Worker(pykka.ThreadingActor):
                 else typed_worker_result(self._handoff, loop.content)
             )
         except Exception as e:
-            if is_replay_stop(e):
+            if is_replay_stop(e) or interruption(e) is not None:
                 raise
             self._log(run_id).warning("worker_failed", error=str(e))
             return self._failed(rec, run_id, e, conv.tip)

@@ -9,8 +9,9 @@ team (its instructions, roles, allow-lists, settings and output schemas).
 
 Versioning. ``inputs_version`` 1 is the form written since clew 0.1.0; it carries no
 version key. A later version adds fields with defaults (so an older record decodes into
-the current Struct: that is its upcast), lists them in :data:`FIELDS_SINCE`, and writes
-its number under ``inputs_version``. A re-executed run writes its inputs back in the
+the current Struct: that is its upcast), lists them in :data:`FIELDS_SINCE` (a field of
+a nested record by its dotted path, ``settings.tool_timeout_s``), and writes its number
+under ``inputs_version``. A re-executed run writes its inputs back in the
 version they were *recorded* in (:meth:`RunInputs.to_metadata`), so a session recorded
 by an older clew still replays event for event. A new run records the *oldest* version
 that holds its inputs (:meth:`RunInputs.in_oldest_version`): a run that uses nothing
@@ -36,6 +37,7 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "team": 2,
     "tools[].in_doubt": 2,
     "settings.max_dispatches": 2,
+    "settings.tool_timeout_s": 2,
 }
 
 
@@ -53,6 +55,9 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_fix_iterations: int = 2
     in_doubt_policy: InDoubtPolicy = "fail"
     max_dispatches: int = 4
+    #: Seconds a tool may run before it counts as failed (``tool_failed``, error type
+    #: ``timeout``); a tool's own ``timeout_s`` wins; None means no limit. Since v2.
+    tool_timeout_s: float | None = 300.0
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):

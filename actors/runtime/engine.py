@@ -8,12 +8,14 @@ their own modules; :class:`~actors.runtime.runtime.Runtime` is the public facade
 
 from __future__ import annotations
 
+import atexit
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.errors import SessionBusy
+from actors.errors import ProjectDirGone, SessionBusy
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
 from actors.orchestration.env import SessionEnv
@@ -25,10 +27,25 @@ from eventlog.clock import Clock, SystemClock
 from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
 from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
+from eventlog.taskwal import wal_dir
 from eventlog.writer import Writer
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES = ("running", "pending")
+
+#: Engines not closed yet. Every actor runs on a daemon thread, so an engine its owner
+#: never closes cannot keep the interpreter alive; at exit it is closed here, so what
+#: its writer holds is committed and its locks are released.
+_OPEN: set[Engine] = set()
+_OPEN_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_open_engines() -> None:
+    with _OPEN_LOCK:
+        engines = list(_OPEN)
+    for engine in engines:
+        engine.close()
 
 
 class Engine:
@@ -49,7 +66,9 @@ class Engine:
         self.home = home
         #: Where a role's model spec (``openai:…``) finds its keys; read at the edge, once.
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
-        self.project_dir = project_dir
+        # Absolute: it is recorded in each new session (session_created.cwd) and used
+        # by later processes, whatever their working directory.
+        self.project_dir = project_dir.absolute()
         self.home.mkdir(parents=True, exist_ok=True)
         self.store: EventStore = SQLiteStore(
             self.home / "sessions.sqlite",
@@ -65,9 +84,13 @@ class Engine:
         self.writer = Writer(self.store, after_commit=fault.commit_hook())
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        with _OPEN_LOCK:
+            _OPEN.add(self)
 
     def close(self) -> None:
         """Stop every actor, flush and close the writer, release session locks."""
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
         for tm in self._task_managers.values():
             stop_task_manager(tm)
         self._task_managers.clear()
@@ -121,11 +144,45 @@ class Engine:
             return []
         return open_runs
 
+    def session_dir(self, session_id: str) -> Path:
+        """Return the session's project directory: where its Task WALs live.
+
+        This runtime's ``project_dir`` if it holds the session's Task WALs
+        (``.clew/tasks/<session_id>/``: the project was copied or moved with them);
+        else the directory the session was created in (``session_created.cwd``), so a
+        resume or ``clew tasks`` from another working directory reads and writes the
+        same WALs instead of starting new ones there. A relative recorded path (an older
+        clew recorded ``--project`` as typed) cannot be located: this runtime's
+        ``project_dir`` is used.
+
+        Raises:
+            UnknownSession: no such session.
+            ProjectDirGone: the recorded directory no longer exists (and this runtime's
+                holds no Task WAL of the session).
+        """
+        sid = validate_session_id(session_id)
+        recorded = Path(self.store.read_session(sid).cwd)
+        own = self.project_dir
+        if recorded == own or not recorded.is_absolute() or wal_dir(own, sid).is_dir():
+            return own  # (created on the first Task WAL line if it does not exist yet)
+        if not recorded.is_dir():
+            raise ProjectDirGone(
+                f"session {sid} belongs to the project directory {recorded}, which no longer"
+                " exists (its Task WALs live there): restore it, or work from a project"
+                f" directory holding .clew/tasks/{sid}/"
+            )
+        return recorded
+
     def task_manager(self, session_id: str) -> TaskManagerProxy:
-        """Return the session's task manager actor (one per session, started lazily)."""
+        """Return the session's task manager actor (one per session, started lazily),
+        serving the Task WALs of the session's own project directory.
+
+        Raises:
+            ProjectDirGone: the session's project directory no longer exists.
+        """
         tm = self._task_managers.get(session_id)
         if tm is None:
-            tm = start_task_manager(self.project_dir, session_id, clock=self.clock)
+            tm = start_task_manager(self.session_dir(session_id), session_id, clock=self.clock)
             self._task_managers[session_id] = tm
         return tm
 
@@ -145,7 +202,7 @@ class Engine:
             clock=self.clock,
             models=models,
             tools=tools,
-            project_dir=self.project_dir,
+            project_dir=self.session_dir(session_id),
             settings=settings,
             before_tool=self._before_tool,
             artifact_threshold=self.store.artifact_threshold,

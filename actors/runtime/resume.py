@@ -21,6 +21,7 @@ from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recording import run_started_of
 from actors.runtime.engine import Engine
+from actors.runtime.runs import advise
 from actors.runtime.teams import team_for_resume
 from actors.tasks.manager import CALL_TIMEOUT
 from eventlog.errors import ReplayDivergence
@@ -113,10 +114,11 @@ def resume(
         )
         request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
         outcome = execute(env, engine.task_manager(sid), request)
-        engine.writer.flush()
+        if outcome.status != "interrupted":  # else the writer may be what failed
+            engine.writer.flush()
     finally:
         engine.unlock(sid)
     if replay_log.divergences:
         first = next(iter(replay_log.divergences.values()))
         raise ReplayDivergence(f"resume refused: {first}")
-    return outcome
+    return advise(engine, outcome)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.errors import NeedsResume, UsageError
+import msgspec
+
+from actors.errors import NeedsResume, Unencodable, UsageError
 from actors.models.chains import ModelArg
+from actors.models.storable import check_text
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
@@ -13,8 +16,44 @@ from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings, tool_records
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.teams import team_for_run
+from eventlog.errors import ClewError
 from eventlog.ids import is_main_run, main_run_id
 from projections.references import expand_references
+
+
+def check_prompt(prompt: object) -> str:
+    """Return ``prompt`` if a run can record it.
+
+    Raises:
+        UsageError: not a string, empty, or not valid text (a lone surrogate: what Python
+            makes of a non-UTF-8 byte in a command-line argument).
+    """
+    if not isinstance(prompt, str):
+        raise UsageError(f"the prompt must be a string, not {type(prompt).__name__}")
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    try:
+        check_text(prompt, "the prompt")
+    except Unencodable as e:
+        raise UsageError(str(e)) from None
+    return prompt
+
+
+def advise(engine: Engine, outcome: RunOutcome) -> RunOutcome:
+    """Add what to do next to an interrupted outcome: resume, or (nothing written) run again."""
+    if outcome.status != "interrupted":
+        return outcome
+    sid = outcome.session_id
+    try:
+        started = any(r.run_id == outcome.run_id for r in engine.store.read_runs(sid))
+    except ClewError:
+        started = True  # the store cannot say: resuming is what can be tried
+    then = (
+        f"once the cause is fixed, resume it: clew resume {sid}"
+        if started
+        else "nothing of the run was written; once the cause is fixed, run it again"
+    )
+    return msgspec.structs.replace(outcome, error=f"{outcome.error}; {then}")
 
 
 def run_session(
@@ -36,12 +75,12 @@ def run_session(
         SessionBusy: a live process owns the session.
     """
     sid = session_id
-    if not prompt.strip():
-        raise UsageError("the prompt is empty")
+    check_prompt(prompt)
     settings = settings or engine.settings
+    project = engine.session_dir(sid)
     # @path / @@session markers are expanded here, once; the *expanded* text is the run's
     # recorded input, so a replay never reads a file or another session again.
-    expanded = expand_references(prompt, engine.project_dir, engine.store.read_events)
+    expanded = expand_references(prompt, project, engine.store.read_events)
     # The team is resolved (and refused) before anything is written.
     roster, models = team_for_run(team, tools, model, engine.environ)
     engine.lock(sid)
@@ -68,7 +107,8 @@ def run_session(
         )
         env = engine.env(sid, models, roster.tools, settings, roster=roster)
         outcome = execute(env, engine.task_manager(sid), request)
-        engine.writer.flush()
-        return outcome
+        if outcome.status != "interrupted":  # else the writer may be what failed
+            engine.writer.flush()
     finally:
         engine.unlock(sid)
+    return advise(engine, outcome)

@@ -14,8 +14,9 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import UsageError
+from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
+from actors.models.storable import check_storable
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
@@ -146,7 +147,20 @@ class Runtime:
     def new_session(
         self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Session:
-        """Create a session (``session_created``) and return it."""
+        """Create a session (``session_created``) and return it.
+
+        Args:
+            cwd: the session's project directory (default: this runtime's
+                ``project_dir``); its Task WALs live there (see :meth:`session_dir`).
+
+        Raises:
+            UsageError: ``metadata`` or ``cwd`` cannot be stored (nothing is written).
+        """
+        cwd = str(Path(cwd).absolute()) if cwd else str(self.project_dir)
+        try:
+            check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
+        except Unencodable as e:
+            raise UsageError(str(e)) from None
         now = self.clock.now()
         for _ in range(_SESSION_ID_TRIES):
             sid = self.ids.new_session_id(now)
@@ -159,7 +173,7 @@ class Runtime:
                 session_id=sid,
                 event=SessionCreated(
                     session_id=sid,
-                    cwd=cwd or str(self.project_dir),
+                    cwd=cwd,
                     root_agent_id=brain_agent_id(sid),
                     metadata=metadata or {},
                 ),
@@ -237,6 +251,18 @@ class Runtime:
         finally:
             self.unlock(sid)
         return row.active_node_id
+
+    def session_dir(self, session_id: str) -> Path:
+        """Return the session's project directory (where its Task WALs live).
+
+        The directory the session was created in, whatever this runtime's
+        ``project_dir``: ``run``, ``resume``, ``verify`` and ``clew tasks`` all use it.
+
+        Raises:
+            UnknownSession: no such session.
+            ProjectDirGone: that directory no longer exists.
+        """
+        return self._engine.session_dir(session_id)
 
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily)."""
@@ -370,8 +396,9 @@ class Session:
                 None: the default team (the router names roles, every role every tool).
 
         Raises:
-            UsageError: the prompt is empty.
+            UsageError: the prompt is empty or not valid text (nothing is written).
             TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
+            ProjectDirGone: the session's project directory no longer exists.
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """

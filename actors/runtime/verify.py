@@ -1,8 +1,9 @@
-"""Verify sessions: projections rebuilt from events equal the stored rows, and every
-Task WAL of the session replays.
+"""Verify sessions: projections rebuilt from events equal the stored rows, every Task
+WAL of the session replays, and each ended main run's WAL agrees with its log.
 
 What ``Runtime.verify`` returns and ``clew verify`` prints. Verification only reads:
-a torn Task WAL tail is reported, never cut.
+a torn Task WAL tail is reported, never cut. The WALs are read from the session's own
+project directory (``Runtime.session_dir``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from collections.abc import Callable
 
 import msgspec
 
+from actors.errors import ProjectDirGone
 from actors.runtime.engine import Engine
+from actors.tasks.agreement import disagreements
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError
-from eventlog.ids import validate_session_id
+from eventlog.ids import validate_session_id, wal_name_for
 from projections.verify import verify as verify_projections
 
 
@@ -62,11 +65,31 @@ def check_session(engine: Engine, session_id: str) -> SessionCheck:
         problems += [str(d) for d in report.differences]
     except ClewError as e:
         problems.append(f"cannot rebuild the session from its events: {e}")
-    wals = [w for w, _ in inspect_wals(engine.project_dir, sid, engine.main_runs(sid))]
-    problems += [f"task WAL {w.name}: {w.error}" for w in wals if not w.available]
+    wals, wal_problems = _check_wals(engine, sid)
+    problems += wal_problems
     return SessionCheck(
         session_id=sid, ok=not problems, events=events, problems=problems, wals=wals
     )
+
+
+def _check_wals(engine: Engine, sid: str) -> tuple[list[TaskWalReport], list[str]]:
+    """Replay the session's Task WALs read-only and compare each ended main run's with its
+    log; return the reports and the problems found."""
+    mains = engine.main_runs(sid)
+    try:
+        found = inspect_wals(engine.session_dir(sid), sid, mains)
+        gone = None
+    except ProjectDirGone as e:
+        found, gone = [], e
+    problems = [f"task WAL {w.name}: {w.error}" for w, _ in found if not w.available]
+    by_name = {w.name: (w, tasks) for w, tasks in found}
+    for run_id in mains:
+        report, tasks = by_name.get(wal_name_for(run_id), (None, []))
+        problems += disagreements(run_id, engine.store.read_run(sid, run_id), report, tasks)
+    if gone is not None and problems:
+        # Every WAL is "missing" because the directory is: say that once, not per run.
+        problems = [str(gone)]
+    return [w for w, _ in found], problems
 
 
 def verify(

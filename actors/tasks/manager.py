@@ -65,6 +65,10 @@ class _OpenWal:
 class TaskManager(pykka.ThreadingActor):
     """The single writer of the Task WALs of one session."""
 
+    #: A runtime its owner never closes must not keep the interpreter alive; each line
+    #: is fsynced before it is acknowledged, so stopping with the process loses nothing.
+    use_daemon_thread = True
+
     def __init__(
         self,
         project_dir: str | os.PathLike[str],

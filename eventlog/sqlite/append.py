@@ -232,6 +232,10 @@ class BatchAppend:
                 with txn.savepoint():
                     stored = self._append_guarded(txn.conn, req, None)
             except ClewError as e:
+                if txn.conn.getautocommit():
+                    # SQLite rolled the whole transaction back (disk full, I/O error):
+                    # the requests before this one are gone too, so the batch failed.
+                    raise
                 results[i] = e
                 self._counters.restore(req, snapshot)
                 continue

@@ -157,5 +157,10 @@ class Savepoint(_Scope):
             self.conn.execute(f"RELEASE {self.name}")
 
     def _undo(self) -> None:
+        if self.conn.getautocommit():
+            # SQLite rolled the whole transaction back by itself (it may on SQLITE_FULL or
+            # an I/O error): no savepoint is left to undo ("no such savepoint" would hide
+            # the cause). The caller must see that the transaction is gone.
+            return
         self.conn.execute(f"ROLLBACK TO {self.name}")
         self.conn.execute(f"RELEASE {self.name}")

@@ -60,16 +60,25 @@ def test_the_inputs_a_real_main_run_records_decode_and_encode_back_unchanged(
     assert ["lookup", "save_note"] == [t.name for t in inputs.tools]
 
 
-def test_a_version_1_record_carries_no_inputs_version_key(
-    recorded_metadata: list[dict[str, Any]],
-) -> None:
+def test_a_version_1_record_carries_no_inputs_version_key_and_no_later_field() -> None:
     written = RunInputs(prompt="hi", inputs_version=1).to_metadata()
 
     assert "inputs_version" not in written
-    assert 1 == RunInputs.from_metadata(written).inputs_version
-    # Today's runs record version 1: the key is absent from a real record too.
-    assert "inputs_version" not in recorded_metadata[0]
-    assert 1 == RunInputs.from_metadata(recorded_metadata[0]).inputs_version
+    # settings.tool_timeout_s came with version 2: a version-1 record is written without it.
+    assert "tool_timeout_s" not in written["settings"]
+    assert (1, RunSettings().tool_timeout_s) == (
+        RunInputs.from_metadata(written).inputs_version,
+        RunInputs.from_metadata(written).settings.tool_timeout_s,
+    )
+
+
+def test_todays_runs_record_version_2_with_the_tool_timeout(
+    recorded_metadata: list[dict[str, Any]],
+) -> None:
+    main_run = recorded_metadata[0]
+
+    assert (2, 300.0) == (main_run["inputs_version"], main_run["settings"]["tool_timeout_s"])
+    assert 2 == RunInputs.from_metadata(main_run).inputs_version
 
 
 def test_a_record_from_a_newer_clew_is_refused_with_a_decode_error() -> None:
@@ -139,6 +148,7 @@ run_settings = st.builds(
     max_turns=st.integers(min_value=1, max_value=64),
     max_fix_iterations=st.integers(min_value=0, max_value=8),
     in_doubt_policy=st.sampled_from(["retry", "fail", "skip"]),
+    tool_timeout_s=st.one_of(st.none(), st.floats(min_value=0.001, max_value=1e6)),
 )
 run_inputs = st.builds(
     RunInputs,
@@ -150,6 +160,15 @@ run_inputs = st.builds(
     tools=st.lists(tool_records, max_size=3),
     settings=run_settings,
     inputs_version=st.integers(min_value=1, max_value=INPUTS_VERSION),
+).map(
+    # A record of a version before settings.tool_timeout_s can only hold its default.
+    lambda i: (
+        i
+        if i.inputs_version >= 2
+        else msgspec.structs.replace(
+            i, settings=msgspec.structs.replace(i.settings, tool_timeout_s=300.0)
+        )
+    )
 )
 
 

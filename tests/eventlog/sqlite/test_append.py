@@ -125,3 +125,29 @@ def test_an_unencodable_payload_fails_only_its_own_request(tmp_path: Path) -> No
     results, seqs = _batch_with_a_bad_request_in_the_middle(tmp_path, bad)
     assert [False, True, False] == [isinstance(r, StoreError) for r in results]
     assert [1, 2, 3] == seqs
+
+
+# --- a full disk mid-batch ----------------------------------------------------------------------
+
+
+def test_a_full_database_mid_batch_names_the_cause_and_loses_no_committed_request(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created())
+    writer = store._connections.writer()
+    # SQLite's own SQLITE_FULL: the file may not grow. The first nodes fit in the free
+    # space of the pages there are, a later one cannot — and SQLite then rolls the whole
+    # transaction back by itself (the savepoint pass used to report only "no such
+    # savepoint", hiding the cause).
+    writer.pragma("max_page_count", writer.pragma("page_count"))
+    results = store.append_batch([appended(node(f"n{i}", text="y" * 3000)) for i in range(30)])
+    failures = [r for r in results if isinstance(r, StoreError)]
+    assert [] != failures
+    assert all("disk full" in str(r) for r in failures), failures
+    # What was reported committed is there; nothing else is.
+    committed = [e.seq for r in results if isinstance(r, list) for e in r]
+    assert [1, *committed] == [e.seq for e in store.read_events(SID)]
+    writer.pragma("max_page_count", 2**31)
+    assert [len(store.read_events(SID)) + 1] == [e.seq for e in append(store, todo("c"))]
+    store.close()
