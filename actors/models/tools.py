@@ -152,7 +152,7 @@ def takes_context(fn: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
 
 
-def call_tool(t: Tool, args: pydantic.BaseModel, ctx: ToolContext) -> ToolOutput:
+def call_tool(t: Tool, args: pydantic.BaseModel, ctx: ToolContext | None) -> ToolOutput:
     """Call ``t`` with its validated ``args``, and ``ctx`` when its ``call`` takes one."""
     if takes_context(t.call):
         return t.call(args, ctx)  # type: ignore[call-arg]
@@ -176,7 +176,11 @@ def timeout_of(t: Tool, default: float | None) -> float | None:
 
 
 def invoke(
-    t: Tool, args: pydantic.BaseModel, ctx: ToolContext, *, timeout: float | None
+    t: Tool,
+    args: pydantic.BaseModel,
+    ctx: ToolContext | None = None,
+    *,
+    timeout: float | None,
 ) -> ToolOutput:
     """Run the tool (:func:`call_tool`) on a daemon thread; return its output once checked
     storable.

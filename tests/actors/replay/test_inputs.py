@@ -72,13 +72,18 @@ def test_a_version_1_record_carries_no_inputs_version_key_and_no_later_field() -
     )
 
 
-def test_todays_runs_record_version_2_with_the_tool_timeout(
+def test_todays_runs_record_the_oldest_version_that_holds_their_inputs(
     recorded_metadata: list[dict[str, Any]],
 ) -> None:
     main_run = recorded_metadata[0]
+    # The default tool timeout is what a version-1 record decodes to: nothing to record.
+    assert "inputs_version" not in main_run
+    assert "tool_timeout_s" not in main_run["settings"]
+    assert 1 == RunInputs.from_metadata(main_run).inputs_version
 
-    assert (2, 300.0) == (main_run["inputs_version"], main_run["settings"]["tool_timeout_s"])
-    assert 2 == RunInputs.from_metadata(main_run).inputs_version
+    timed = RunInputs(prompt="hi", settings=RunSettings(tool_timeout_s=5.0))
+    written = timed.in_oldest_version().to_metadata()
+    assert (2, 5.0) == (written["inputs_version"], written["settings"]["tool_timeout_s"])
 
 
 def test_a_record_from_a_newer_clew_is_refused_with_a_decode_error() -> None:
