@@ -26,7 +26,7 @@ from actors.cli.options import (
     resolve_run,
     where_from,
 )
-from actors.cli.output import print_json
+from actors.cli.output import print_json, quoted
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 from actors.tasks.inspect import inspect_wals
@@ -107,7 +107,7 @@ def timeline(
     unknown = sorted(set(types or []) - set(EVENT_TYPES))
     if unknown:
         known = ", ".join(sorted(EVENT_TYPES))
-        raise UsageError(f"unknown event type {unknown[0]!r}; known: {known}")
+        raise UsageError(f"unknown event type {quoted(unknown[0])}; known: {known}")
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         run = resolve_run(rt, sid, run_id) if run_id is not None else None

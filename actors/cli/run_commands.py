@@ -16,30 +16,35 @@ from actors.cli.options import (
     Json,
     Project,
     SessionArg,
+    Where,
     open_runtime,
     open_session,
     where_from,
 )
-from actors.cli.output import exit_with, fail, print_json
+from actors.cli.output import exit_with, fail, print_json, utf8_text
 from actors.cli.read_commands import print_tasks, print_tree
 from actors.cli.recipes import ModelRecipe, build_model, check_reachable, models_for_resume
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
+from actors.models.scripted import MAX_DELAY_MS
 from actors.orchestration.main_run import RunOutcome
-from eventlog.errors import ReplayDivergence
+from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 
 
 @app.command()
 def demo(
     workers: Annotated[int, typer.Option(min=1, max=32, help="number of workers")] = 3,
-    slow: Annotated[int, typer.Option(metavar="MS", min=0, help="delay per model call")] = 0,
+    slow: Annotated[
+        int, typer.Option(metavar="MS", min=0, max=MAX_DELAY_MS, help="delay per model call")
+    ] = 0,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
 ) -> None:
     """Run the built-in scripted scenario, show its tree and DAG, and replay-check it."""
     where = where_from(home, project)
+    check_recordable(where)
     out = render.make_console()
     rt = open_runtime(where)
     try:
@@ -101,6 +106,12 @@ def run(
     if not prompt.strip():
         raise UsageError("the prompt is empty")
     specs = [model, *(fallback or [])]
+    check_recordable(
+        where,
+        ("the prompt", prompt),
+        *(("a --model spec", s) for s in specs),
+        ("--base-url", base_url),
+    )
     # Everything that can be refused is checked before the session exists.
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
     check_reachable(specs, os.environ, base_url)
@@ -120,6 +131,23 @@ def run(
             if close is not None:
                 close()
     _report(outcome, gave_up=gave_up, as_json=as_json)
+
+
+def check_recordable(where: Where, *texts: tuple[str, str | None]) -> None:
+    """Refuse, before a session exists, text the session would record but cannot store.
+
+    The project dir is recorded in ``session_created``; prompts, specs and URLs in the
+    run's events. An argument with bytes that are not UTF-8 reaches Python as lone
+    surrogates, which no event can hold: the run would stop half-way (``run_ended``
+    without ``run_started``) instead of being refused.
+
+    Raises:
+        UsageError: naming the argument and the bad byte.
+    """
+    utf8_text("the --project path", str(where.project))
+    for what, value in texts:
+        if value is not None:
+            utf8_text(what, value)
 
 
 def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
@@ -144,7 +172,8 @@ def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
 def resume(
     session: SessionArg,
     slow: Annotated[
-        int | None, typer.Option(metavar="MS", min=0, help="delay per scripted model call")
+        int | None,
+        typer.Option(metavar="MS", min=0, max=MAX_DELAY_MS, help="delay per scripted model call"),
     ] = None,
     model: Annotated[
         str | None,
@@ -159,6 +188,7 @@ def resume(
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
     where = where_from(home, project)
+    check_recordable(where, ("a --model spec", model), ("--base-url", base_url))
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         if not rt.interrupted_runs(sid):
@@ -177,6 +207,10 @@ def resume(
             outcome = rt.resume(sid, model=models, tools=tools)
         except ReplayDivergence as e:
             fail(str(e))
+        except StoreError as e:
+            # An environment failure (disk full, I/O error, a lock held too long): say so,
+            # and that the session is still there to resume.
+            fail(f"resume of session {sid} stopped: {e}; fix that, then run: clew resume {sid}")
     if as_json:
         print_json(msgspec.to_builtins(outcome))
     else:
