@@ -19,8 +19,15 @@ import pydantic
 from actors.errors import ScriptError
 from actors.models.protocol import ModelRequest, ModelResponse, request_hash
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
-from eventlog.errors import ModelError, clipped
+from eventlog.errors import ModelError
 from eventlog.events import Usage
+
+
+class ScriptedToolCall(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = {}
+
 
 #: The longest delay a script (or ``--slow``) may ask for before a reply: 10 minutes.
 #: Bounded so a typo cannot overflow ``time.sleep`` (``9999999999999`` ms did) or park a
@@ -31,12 +38,6 @@ MAX_DELAY_MS = 600_000
 #: the store's encoder).
 MAX_SCRIPT_DEPTH = 100
 DelayMs = Annotated[int, pydantic.Field(ge=0, le=MAX_DELAY_MS)]
-
-
-class ScriptedToolCall(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = {}
 
 
 class ScriptedReply(pydantic.BaseModel):
@@ -72,38 +73,6 @@ class Script(pydantic.BaseModel):
     rules: list[ScriptRule] = pydantic.Field(min_length=1)
 
 
-def load_script(source: str | Path | dict[str, Any]) -> Script:
-    """Parse a script from a dict, a JSON string or a path to a JSON file.
-
-    Raises:
-        ScriptError: with one sentence naming the problem.
-    """
-    try:
-        if isinstance(source, dict):
-            data = source
-        elif isinstance(source, Path) or not str(source).lstrip().startswith("{"):
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
-        else:
-            data = json.loads(str(source))
-        check_script_values(data)
-        return Script.model_validate(data)
-    except OSError as e:
-        raise ScriptError(f"cannot read script {clipped(source)}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise ScriptError(
-            f"script {clipped(source)} is not UTF-8 text: byte {e.object[e.start]:#04x}"
-            f" at offset {e.start}"
-        ) from e
-    except json.JSONDecodeError as e:
-        raise ScriptError(f"script is not valid JSON: {e}") from e
-    except RecursionError as e:
-        raise ScriptError(f"script nests deeper than {MAX_SCRIPT_DEPTH} levels") from e
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ScriptError(f"invalid script at {loc or '(root)'}: {first['msg']}") from e
-
-
 def check_script_values(data: object) -> None:
     """Refuse a script no run could record: too deep, or holding text that is not Unicode.
 
@@ -128,9 +97,39 @@ def check_script_values(data: object) -> None:
                 value.encode("utf-8")
             except UnicodeEncodeError as e:
                 raise ScriptError(
-                    f"script holds text that is not valid Unicode ({value[e.start]!r}"
-                    f" in {clipped(value, 40)!r})"
+                    f"script holds text that is not valid Unicode ({value[e.start]!r} at"
+                    f" character {e.start} of a string)"
                 ) from e
+
+
+def load_script(source: str | Path | dict[str, Any]) -> Script:
+    """Parse a script from a dict, a JSON string or a path to a JSON file.
+
+    Raises:
+        ScriptError: with one sentence naming the problem.
+    """
+    try:
+        if isinstance(source, dict):
+            data = source
+        elif isinstance(source, Path) or not str(source).lstrip().startswith("{"):
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        else:
+            data = json.loads(str(source))
+        check_script_values(data)
+        return Script.model_validate(data)
+    except OSError as e:
+        raise ScriptError(f"cannot read script {source}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        byte = e.object[e.start]
+        raise ScriptError(f"script is not UTF-8 text: byte {byte:#04x} at offset {e.start}") from e
+    except json.JSONDecodeError as e:
+        raise ScriptError(f"script is not valid JSON: {e}") from e
+    except RecursionError as e:
+        raise ScriptError(f"script nests deeper than {MAX_SCRIPT_DEPTH} levels") from e
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ScriptError(f"invalid script at {loc or '(root)'}: {first['msg']}") from e
 
 
 class ScriptedModel:
