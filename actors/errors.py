@@ -22,6 +22,11 @@ class SessionBusy(Refused):
     """Another live process (or runtime) owns the session right now."""
 
 
+class TaskWalUnavailable(Refused):
+    """A Task WAL the request needs is corrupt; nothing was done (the message names
+    ``file:line``)."""
+
+
 class UsageError(Refused):
     """Bad input to a command or API call: one sentence for the user, nothing written."""
 

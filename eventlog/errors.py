@@ -10,6 +10,8 @@ this root.
 
 from __future__ import annotations
 
+import os
+
 
 class ClewError(Exception):
     """Root of every error clew raises on purpose."""
@@ -100,3 +102,39 @@ class ModelError(ClewError):
 
 class ToolError(ClewError):
     """A tool call failed; becomes an ``is_error`` tool_result, never a crash."""
+
+
+# --- echoing what the caller gave -------------------------------------------------------------
+
+#: How many characters of a caller-supplied value (a session id, a path, a spec, a flag's
+#: value) an error message echoes: enough to recognise it, never a 100 kB argument pasted
+#: back into a one-line error.
+ECHO_LIMIT = 200
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str | os.PathLike):
+        return str(os.fspath(value))
+    return repr(value)
+
+
+def clipped(value: object, limit: int = ECHO_LIMIT) -> str:
+    """Return ``value`` (a str or path as is, anything else as its repr), cut to ``limit``
+    characters with the length said: ``clipped("x" * 5000)`` is 200 ``x``, then
+    ``… (5,000 characters)``."""
+    text = _text(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(value: object, limit: int = ECHO_LIMIT) -> str:
+    """Return ``repr()`` of a caller-supplied value's text, cut like :func:`clipped`.
+
+    The cut is made on the repr, so escapes (``\\udcff`` is 6 characters) count too.
+    """
+    text = _text(value)
+    shown = repr(text)
+    if len(shown) <= limit + 2:
+        return shown
+    return f"{shown[: limit + 1]}…{shown[0]} ({len(text):,} characters)"

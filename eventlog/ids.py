@@ -31,7 +31,7 @@ import secrets
 import threading
 from typing import Protocol
 
-from eventlog.errors import InvalidSessionId
+from eventlog.errors import InvalidSessionId, quoted
 
 SESSION_ID_RE = re.compile(r"^[a-zA-Z0-9_]+$")
 # Long enough for any id clew generates (~26 chars) plus user-chosen prefixes; short
@@ -51,10 +51,13 @@ def validate_session_id(session_id: object) -> str:
         InvalidSessionId: not a str, empty, too long, or any char outside ``[a-zA-Z0-9_]``.
     """
     if not isinstance(session_id, str) or not session_id:
-        raise InvalidSessionId(f"invalid session id {session_id!r}: must be a non-empty string")
+        raise InvalidSessionId(
+            f"invalid session id {quoted(session_id)}: must be a non-empty string"
+        )
     if len(session_id) > MAX_SESSION_ID_LEN:
         raise InvalidSessionId(
-            f"invalid session id {session_id[:40]!r}…: longer than {MAX_SESSION_ID_LEN} characters"
+            f"invalid session id {quoted(session_id, 40)}: longer than {MAX_SESSION_ID_LEN}"
+            " characters"
         )
     if not SESSION_ID_RE.fullmatch(session_id):
         raise InvalidSessionId(

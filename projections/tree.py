@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from eventlog.errors import IntegrityError
+from eventlog.errors import IntegrityError, quoted
 from eventlog.events import ActiveNodeSwitched, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
 from projections.errors import BranchRefused, UnknownNode
@@ -191,12 +191,12 @@ class NodeTree(ComparedByValue):
         try:
             return self._entries[node_id][0]
         except KeyError:
-            raise UnknownNode(f"unknown node {node_id!r}") from None
+            raise UnknownNode(f"unknown node {quoted(node_id)}") from None
 
     def row(self, node_id: str) -> NodeRow:
         """Return ``node_id`` as the row the store materialises for it."""
         if node_id not in self._entries:
-            raise UnknownNode(f"unknown node {node_id!r}")
+            raise UnknownNode(f"unknown node {quoted(node_id)}")
         return _row(self._entries[node_id])
 
     def rows(self) -> list[NodeRow]:
@@ -228,7 +228,7 @@ class NodeTree(ComparedByValue):
         """
         entries = self._entries
         if node_id not in entries:
-            raise UnknownNode(f"unknown node {node_id!r}")
+            raise UnknownNode(f"unknown node {quoted(node_id)}")
         current: str | None = node_id
         steps = 0
         limit = len(entries)
@@ -314,7 +314,7 @@ def check_switch_target(tree: NodeTree, node_id: str) -> None:
         UnknownNode: ``node_id`` is not in the tree.
     """
     if node_id not in tree:
-        raise UnknownNode(f"cannot switch to unknown node {node_id!r}")
+        raise UnknownNode(f"cannot switch to unknown node {quoted(node_id)}")
 
 
 def check_branch_point(
@@ -335,7 +335,7 @@ def check_branch_point(
     if parent_id is None:
         return
     if parent_id not in tree:
-        raise UnknownNode(f"cannot append under unknown node {parent_id!r}")
+        raise UnknownNode(f"cannot append under unknown node {quoted(parent_id)}")
     if not tree.children(parent_id):
         return
     if child_role != "user" or child_node_type != "message":

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-#: Library events whose content every command prints itself (the run outcome's error):
-#: rendering them too would put a second line on stderr next to the command's own
-#: ``error: …`` line, and exit 2 promises exactly one.
-REPORTED_BY_THE_CLI = frozenset({"brain_run_failed"})
+#: Library events whose content every command prints itself (the run outcome's error; an
+#: unavailable Task WAL, which ``tasks``/``verify`` show, ``resume`` refuses naming and a
+#: run fails naming): rendering them too would put a second line on stderr next to the
+#: command's own ``error: …`` line, and exit 2 promises exactly one.
+REPORTED_BY_THE_CLI = frozenset({"brain_run_failed", "task_wal_unavailable"})
 
 
 class _StderrLogger:

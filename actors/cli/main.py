@@ -18,7 +18,7 @@ from actors.cli import check_commands, read_commands, run_commands
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
-from actors.cli.output import on_interrupt, one_line, usage_error
+from actors.cli.output import error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
 
 COMMAND_MODULES = (run_commands, read_commands, check_commands)
@@ -40,10 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Refused as e:
-        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        print(error_line(str(e)), file=sys.stderr)
         return 2
     except ClewError as e:
-        print(f"error: {one_line(str(e))}", file=sys.stderr)
+        print(error_line(str(e)), file=sys.stderr)
         return 1
     except BrokenPipeError:
         # `clew export … | head`: the reader left; stop quietly.

@@ -4,7 +4,9 @@ and a session (refusing before anything is created or written), and run ids as t
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,11 +15,13 @@ from typing import Annotated
 import msgspec
 import typer
 
+from actors.cli.output import clipped, quoted
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime, home_from_env
 from eventlog.errors import StoreError
 from eventlog.ids import qualified, validate_session_id
 from eventlog.records import SessionRow
+from eventlog.taskwal import WAL_SUFFIX
 
 Home = Annotated[
     str | None,
@@ -70,17 +74,75 @@ BEFORE_COMMAND: dict[str, str | None] = {}
 
 
 def where_from(home: str | None, project: str | None) -> Where:
-    """Resolve ``--home`` / ``--project``.
+    """Resolve ``--home`` / ``--project`` and check that both can be used.
 
     Raises:
-        UsageError: ``--project`` names no directory (a typo must not create one).
+        UsageError: ``--project`` names no directory (a typo must not create one), the
+            home is a file, or the home is damaged (see :func:`check_home`).
     """
     chosen_home = home or BEFORE_COMMAND.get("home")
     chosen_project = project or BEFORE_COMMAND.get("project")
     chosen = Path(chosen_project).expanduser() if chosen_project else Path.cwd()
-    if not chosen.is_dir():
-        raise UsageError(f"--project {chosen} is not a directory")
-    return Where(home=home_from_env(os.environ, chosen_home), project=chosen)
+    try:
+        is_dir = chosen.is_dir()
+    except OSError:  # a name too long, a loop of links: no directory either
+        is_dir = False
+    if not is_dir:
+        raise UsageError(f"--project {clipped(chosen)} is not a directory")
+    where = Where(home=home_from_env(os.environ, chosen_home), project=chosen)
+    check_home(where)
+    return where
+
+
+def check_home(where: Where) -> None:
+    """Refuse a home that is not a directory, or whose database was emptied.
+
+    A zero-byte ``sessions.sqlite`` would open as a new, empty database — every session
+    silently gone. clew never leaves one behind (opening a store writes its schema at
+    once, and a fresh database in WAL mode keeps its pages in ``-wal`` until the first
+    checkpoint), so a zero-byte file beside session locks or Task WALs means the
+    database was truncated or replaced.
+
+    Raises:
+        UsageError: naming the home and what was found.
+    """
+    home = where.home
+    try:
+        if not _size(home, directory=True):
+            return  # no home yet: a run creates it, a read says it holds no sessions
+        db_size = _size(home / "sessions.sqlite")
+        wal_size = _size(home / "sessions.sqlite-wal")
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise UsageError(f"cannot open the clew home {clipped(home)}: {why}") from e
+    if db_size != 0 or wal_size:
+        return
+    locks = sum(1 for _ in (home / "locks").glob("*.lock"))
+    tasks_dir = where.project / ".clew" / "tasks"
+    wals = sum(1 for p in tasks_dir.glob(f"*/*{WAL_SUFFIX}")) if tasks_dir.is_dir() else 0
+    if locks or wals:
+        raise UsageError(
+            f"the clew home {clipped(home)} is damaged: sessions.sqlite is empty (0 bytes) although"
+            f" {locks} session lock(s) and {wals} Task WAL(s) show sessions were recorded;"
+            " restore it from a backup, or move it away to start an empty home"
+        )
+
+
+def _size(path: Path, *, directory: bool = False) -> int | None:
+    """Return the size of the file at ``path`` (for a directory: 1), None if it is absent.
+
+    Raises:
+        OSError: it cannot be looked at, or is a file where a directory is wanted (or the
+            other way round).
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(st.st_mode) != directory:
+        kind = "a directory" if directory else "a file"
+        raise OSError(errno.ENOTDIR if directory else errno.EISDIR, f"not {kind}", str(path))
+    return 1 if directory else st.st_size
 
 
 def open_runtime(where: Where) -> Runtime:
@@ -128,7 +190,7 @@ def resolve_run(rt: Runtime, sid: str, run: str) -> str:
     for candidate in (run, qualified(sid, run)):
         if candidate in known:
             return candidate
-    raise UsageError(f"session {sid} has no run {run!r}")
+    raise UsageError(f"session {sid} has no run {quoted(run)}")
 
 
 def resolve_node(rt: Runtime, sid: str, node: str) -> str:

@@ -26,7 +26,7 @@ from actors.cli.options import (
     resolve_run,
     where_from,
 )
-from actors.cli.output import print_json
+from actors.cli.output import print_json, print_json_stream, quoted
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 from actors.tasks.inspect import inspect_wals
@@ -107,20 +107,24 @@ def timeline(
     unknown = sorted(set(types or []) - set(EVENT_TYPES))
     if unknown:
         known = ", ".join(sorted(EVENT_TYPES))
-        raise UsageError(f"unknown event type {unknown[0]!r}; known: {known}")
+        raise UsageError(f"unknown event type {quoted(unknown[0])}; known: {known}")
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         run = resolve_run(rt, sid, run_id) if run_id is not None else None
         wanted = set(types) if types else None
-        events = [
+        # Streamed from one cursor: the first rows print at once, memory stays flat.
+        events = (
             e
             for e in rt.store.iter_events(sid)
             if (run is None or e.run_id == run) and (wanted is None or e.event_type in wanted)
-        ]
-    if as_json:
-        print_json({"session_id": sid, "events": [event_row(e) for e in events]})
-        return
-    render.make_console().print(render.timeline_table(sid, events))
+        )
+        if as_json:
+            print_json_stream({"session_id": sid}, "events", map(event_row, events))
+            return
+        runs = [r.run_id for r in rt.store.read_runs(sid)]
+        render.print_timeline(
+            sid, events, render.timeline_layout(sid, runs, rt.store.count_events(sid))
+        )
 
 
 def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import msgspec
 
+from actors.cli.output import clipped, quoted
 from actors.demo import demo_model, demo_tools
 from actors.errors import ProviderConfigError, ScriptError, UsageError
 from actors.models.protocol import Model
@@ -55,14 +56,14 @@ def build_model(
     if spec.startswith("scripted:"):
         path = spec.removeprefix("scripted:")
         if not path:
-            raise UsageError(f"model spec {spec!r} names no script file; use scripted:PATH.")
+            raise UsageError(f"model spec {quoted(spec)} names no script file; use scripted:PATH.")
         try:
             return ScriptedModel(Path(path), name=spec, delay_ms=delay_ms)
         except ScriptError as e:
             raise UsageError(str(e)) from e
     scheme = spec.partition(":")[0]
     if ":" not in spec or scheme not in ("openai", "anthropic"):
-        raise UsageError(f"unknown model spec {spec!r}; expected {SPEC_FORMS}")
+        raise UsageError(f"unknown model spec {quoted(spec)}; expected {SPEC_FORMS}")
     try:
         return model_from_spec(spec, env=env, base_url=base_url)
     except ProviderConfigError as e:
@@ -88,6 +89,8 @@ def probe(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
             return None
     except OSError as e:
         return e.strerror or str(e) or type(e).__name__
+    except UnicodeError:  # the host name cannot be encoded (IDNA: a label over 63 characters)
+        return "invalid host name"
 
 
 def check_reachable(specs: Sequence[str], env: Mapping[str, str], base_url: str | None) -> None:
@@ -104,7 +107,7 @@ def check_reachable(specs: Sequence[str], env: Mapping[str, str], base_url: str 
         why = probe(url)
         if why is None:
             return
-        failures.append(f"cannot reach {spec} at {url} ({why})")
+        failures.append(f"cannot reach {clipped(spec)} at {clipped(url)} ({why})")
     if failures:
         more = f" (and {len(failures) - 1} fallback(s) failed too)" if len(failures) > 1 else ""
         raise UsageError(f"{failures[0]}{more}; is the server running, or is --base-url right?")

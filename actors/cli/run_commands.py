@@ -25,7 +25,7 @@ from actors.cli.options import (
     open_session,
     where_from,
 )
-from actors.cli.output import exit_with, fail, print_json
+from actors.cli.output import exit_with, fail, print_json, utf8_text
 from actors.cli.read_commands import print_tasks, print_tree
 from actors.cli.recipes import (
     ModelRecipe,
@@ -38,12 +38,13 @@ from actors.cli.team_file import DEMO_TEAM, load_team
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
 from actors.models.protocol import Model
+from actors.models.scripted import MAX_DELAY_MS
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.runtime.runs import check_prompt
 from actors.runtime.runtime import Runtime, Session
-from eventlog.errors import ReplayDivergence
+from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 from eventlog.ids import validate_session_id
 
@@ -51,13 +52,16 @@ from eventlog.ids import validate_session_id
 @app.command()
 def demo(
     workers: Annotated[int, typer.Option(min=1, max=32, help="number of workers")] = 3,
-    slow: Annotated[int, typer.Option(metavar="MS", min=0, help="delay per model call")] = 0,
+    slow: Annotated[
+        int, typer.Option(metavar="MS", min=0, max=MAX_DELAY_MS, help="delay per model call")
+    ] = 0,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
 ) -> None:
     """Run the built-in scripted scenario, show its tree and DAG, and replay-check it."""
     where = where_from(home, project)
+    check_recordable(where)
     out = render.make_console()
     # The shipped team file: the default team over the demo's tools (same events as ever).
     team = _team(str(DEMO_TEAM), demo_tools(where.project), base_url=None)
@@ -120,6 +124,12 @@ def run(
     where = where_from(home, project)
     check_prompt(prompt)  # before the session exists: bad input creates nothing
     specs = [model, *(fallback or [])]
+    check_recordable(
+        where,
+        ("the prompt", prompt),
+        *(("a --model spec", s) for s in specs),
+        ("--base-url", base_url),
+    )
     # Everything that can be refused is checked before anything is written.
     sid = _existing_session(where, session_id) if session_id is not None else None
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
@@ -187,6 +197,23 @@ def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
     return out
 
 
+def check_recordable(where: Where, *texts: tuple[str, str | None]) -> None:
+    """Refuse, before a session exists, text the session would record but cannot store.
+
+    The project dir is recorded in ``session_created``; prompts, specs and URLs in the
+    run's events. An argument with bytes that are not UTF-8 reaches Python as lone
+    surrogates, which no event can hold: the run would stop half-way (``run_ended``
+    without ``run_started``) instead of being refused.
+
+    Raises:
+        UsageError: naming the argument and the bad byte.
+    """
+    utf8_text("the --project path", str(where.project))
+    for what, value in texts:
+        if value is not None:
+            utf8_text(what, value)
+
+
 def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
     """Print a run's outcome; exit 1 if it failed (2 if no model could be used at all)."""
     if as_json:
@@ -209,7 +236,8 @@ def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
 def resume(
     session: SessionArg,
     slow: Annotated[
-        int | None, typer.Option(metavar="MS", min=0, help="delay per scripted model call")
+        int | None,
+        typer.Option(metavar="MS", min=0, max=MAX_DELAY_MS, help="delay per scripted model call"),
     ] = None,
     model: Annotated[
         str | None,
@@ -225,6 +253,7 @@ def resume(
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
     where = where_from(home, project)
+    check_recordable(where, ("a --model spec", model), ("--base-url", base_url))
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         if not rt.interrupted_runs(sid):
@@ -246,6 +275,10 @@ def resume(
             outcome = rt.resume(sid, model=models, tools=tools, team=team)
         except ReplayDivergence as e:
             fail(str(e))
+        except StoreError as e:
+            # An environment failure (disk full, I/O error, a lock held too long): say so,
+            # and that the session is still there to resume.
+            fail(f"resume of session {sid} stopped: {e}; fix that, then run: clew resume {sid}")
     if as_json:
         print_json(outcome_json(outcome))
     else:

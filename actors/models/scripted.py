@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 
@@ -35,6 +35,17 @@ class ScriptedToolCall(pydantic.BaseModel):
     arguments: dict[str, Any] = {}
 
 
+#: The longest delay a script (or ``--slow``) may ask for before a reply: 10 minutes.
+#: Bounded so a typo cannot overflow ``time.sleep`` (``9999999999999`` ms did) or park a
+#: run for years.
+MAX_DELAY_MS = 600_000
+#: How deep a script's JSON may nest. Real scripts nest < 10 levels; the bound keeps a
+#: hostile file from exhausting the recursion limit anywhere downstream (pydantic, msgspec,
+#: the store's encoder).
+MAX_SCRIPT_DEPTH = 100
+DelayMs = Annotated[int, pydantic.Field(ge=0, le=MAX_DELAY_MS)]
+
+
 class ScriptedReply(pydantic.BaseModel):
     """One scripted answer. Exactly one of text / json / tool_calls / error is the body."""
 
@@ -45,7 +56,7 @@ class ScriptedReply(pydantic.BaseModel):
     error: str | None = None
     status: int | None = None
     stop_reason: str | None = None
-    delay_ms: int | None = None
+    delay_ms: DelayMs | None = None
 
     @pydantic.model_validator(mode="after")
     def _one_body(self) -> ScriptedReply:
@@ -64,8 +75,37 @@ class ScriptRule(pydantic.BaseModel):
 
 class Script(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
-    delay_ms: int = 0
+    delay_ms: DelayMs = 0
     rules: list[ScriptRule] = pydantic.Field(min_length=1)
+
+
+def check_script_values(data: object) -> None:
+    """Refuse a script no run could record: too deep, or holding text that is not Unicode.
+
+    A JSON string may spell a lone surrogate (``"\\udcff"``): Python decodes it, but no
+    event holding it can be stored, so a run would fail half-way instead of up front.
+
+    Raises:
+        ScriptError: naming the problem.
+    """
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:  # iterative: the depth is what is being checked
+        value, depth = stack.pop()
+        if isinstance(value, dict | list) and depth > MAX_SCRIPT_DEPTH:
+            raise ScriptError(f"script nests deeper than {MAX_SCRIPT_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((k, depth) for k in value)
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ScriptError(
+                    f"script holds text that is not valid Unicode ({value[e.start]!r} at"
+                    f" character {e.start} of a string)"
+                ) from e
 
 
 def load_script(source: str | Path | dict[str, Any]) -> Script:
@@ -81,13 +121,19 @@ def load_script(source: str | Path | dict[str, Any]) -> Script:
             data = json.loads(_read_script_file(Path(source)))
         else:
             data = json.loads(str(source))
+        check_script_values(data)
         return Script.model_validate(data)
     except UnsafeFile as e:
         raise ScriptError(f"cannot read script {e}") from e
     except OSError as e:
         raise ScriptError(f"cannot read script {source}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        byte = e.object[e.start]
+        raise ScriptError(f"script is not UTF-8 text: byte {byte:#04x} at offset {e.start}") from e
     except json.JSONDecodeError as e:
         raise ScriptError(f"script is not valid JSON: {e}") from e
+    except RecursionError as e:
+        raise ScriptError(f"script nests deeper than {MAX_SCRIPT_DEPTH} levels") from e
     except pydantic.ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
@@ -115,6 +161,8 @@ class ScriptedModel:
         delay_ms: int | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
+        if delay_ms is not None and not 0 <= delay_ms <= MAX_DELAY_MS:
+            raise ScriptError(f"delay_ms must be 0 to {MAX_DELAY_MS} ms, not {delay_ms}")
         self.name = name
         self._delay_ms = self.script.delay_ms if delay_ms is None else delay_ms
 

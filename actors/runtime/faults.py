@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from actors.errors import UsageError
+from eventlog.errors import quoted
 from eventlog.records import StoredEvent
 from eventlog.writer import CommitHook
 
@@ -73,7 +74,7 @@ def _count(env: Mapping[str, str], name: str) -> int | None:
     except ValueError:
         value = 0
     if value < 1:
-        raise UsageError(f"{name} must be a positive integer, not {raw!r}")
+        raise UsageError(f"{name} must be a positive integer, not {quoted(raw)}")
     return value
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import NothingToResume, SessionBusy
+from actors.errors import NothingToResume, SessionBusy, TaskWalUnavailable
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
@@ -51,6 +51,7 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     Raises:
         NothingToResume: no interrupted run.
         SessionBusy: a live process owns the session.
+        TaskWalUnavailable: the run's Task WAL is corrupt (a bad line before its end).
     """
     sid = validate_session_id(session_id)
     engine.store.read_session(sid)
@@ -68,6 +69,13 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
         if ev.run_id is not None:
             by_run.setdefault(ev.run_id, []).append(ev)
     wal = engine.task_manager(sid).open(wal_name_for(run_id)).get(timeout=CALL_TIMEOUT)
+    if not wal.available:
+        # Re-executing against a WAL that cannot be read would only show up later as a
+        # divergence of the run ("expected todo_updated…"), hiding the real cause.
+        raise TaskWalUnavailable(
+            f"cannot resume session {sid}: its Task WAL is corrupt at {wal.error};"
+            f" repair or restore that file (clew tasks {sid} shows it), then resume"
+        )
     return ResumePlan(
         session_id=sid,
         run_id=run_id,

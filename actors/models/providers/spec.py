@@ -17,6 +17,7 @@ from actors.models.providers import anthropic, openai
 from actors.models.providers.anthropic import AnthropicModel
 from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, RetryPolicy, Sleep
 from actors.models.providers.openai import OpenAIChatModel
+from eventlog.errors import clipped, quoted
 
 ProviderModel = OpenAIChatModel | AnthropicModel
 
@@ -32,11 +33,13 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """
     scheme, sep, model = spec.partition(":")
     if not sep or not scheme:
-        raise ProviderConfigError(f"model spec {spec!r} has no provider prefix; {_EXPECTED}.")
+        raise ProviderConfigError(f"model spec {quoted(spec)} has no provider prefix; {_EXPECTED}.")
     if scheme not in SCHEMES:
-        raise ProviderConfigError(f"unknown model provider {scheme!r} in {spec!r}; {_EXPECTED}.")
+        raise ProviderConfigError(
+            f"unknown model provider {quoted(scheme)} in {quoted(spec)}; {_EXPECTED}."
+        )
     if not model.strip():
-        raise ProviderConfigError(f"model spec {spec!r} names no model; {_EXPECTED}.")
+        raise ProviderConfigError(f"model spec {quoted(spec)} names no model; {_EXPECTED}.")
     return scheme, model
 
 
@@ -94,11 +97,13 @@ def _settings(
     except httpx.InvalidURL:
         scheme = ""
     if scheme not in ("http", "https"):
-        raise ProviderConfigError(f"base URL {url!r} for {spec} is not an http(s) URL.")
+        raise ProviderConfigError(
+            f"base URL {quoted(url)} for {clipped(spec)} is not an http(s) URL."
+        )
     key = env.get(f"{prefix}_API_KEY") or None
     if key is None and url.rstrip("/") == default_url:
         raise ProviderConfigError(
-            f"{prefix}_API_KEY is not set; {spec} needs it for {default_url} "
+            f"{prefix}_API_KEY is not set; {clipped(spec)} needs it for {default_url} "
             f"(a local server or gateway set through {prefix}_BASE_URL may need none)."
         )
     return url, key
