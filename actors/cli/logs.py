@@ -19,7 +19,9 @@ from structlog.typing import EventDict, WrappedLogger
 #: unavailable Task WAL, which ``tasks``/``verify`` show, ``resume`` refuses naming and a
 #: run fails naming): rendering them too would put a second line on stderr next to the
 #: command's own ``error: …`` line, and exit 2 promises exactly one.
-REPORTED_BY_THE_CLI = frozenset({"brain_run_failed", "task_wal_unavailable"})
+REPORTED_BY_THE_CLI = frozenset(
+    {"brain_run_failed", "brain_run_interrupted", "worker_interrupted", "task_wal_unavailable"}
+)
 
 
 class _StderrLogger:

@@ -122,14 +122,15 @@ def run(
 ) -> None:
     """Run PROMPT with a model chain (and a team), in a new session or a given one."""
     where = where_from(home, project)
-    check_prompt(prompt)  # before the session exists: bad input creates nothing
     specs = [model, *(fallback or [])]
+    # Before the session exists: bad input creates nothing.
     check_recordable(
         where,
         ("the prompt", prompt),
         *(("a --model spec", s) for s in specs),
         ("--base-url", base_url),
     )
+    check_prompt(prompt)
     # Everything that can be refused is checked before anything is written.
     sid = _existing_session(where, session_id) if session_id is not None else None
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
@@ -281,6 +282,9 @@ def resume(
             fail(f"resume of session {sid} stopped: {e}; fix that, then run: clew resume {sid}")
     if as_json:
         print_json(outcome_json(outcome))
+    elif outcome.status == "interrupted":
+        # The environment failed again (disk still full …): one line with the cause.
+        fail(f"resume of session {sid} stopped: {outcome.error}")
     else:
         print(f"session {sid}: {outcome.status}")
         print(outcome.answer or outcome.error or outcome.question or "")

@@ -183,8 +183,9 @@ def test_resume_while_the_disk_is_still_full_says_so_and_resumes_once_it_is_not(
         full = invoke(where, "resume", sid)
     assert 1 == full.code
     last = full.err_lines()[-1]
-    assert last.startswith(f"error: resume of session {sid} stopped: append: disk full"), last
-    assert last.endswith(f"then run: clew resume {sid}")
+    assert last.startswith(f"error: resume of session {sid} stopped: "), last
+    assert "disk full" in last and f"clew resume {sid}" in last, last
+    assert 1 == len(full.err_lines()), full.err
     assert "divergence" not in full.err
     resumed = invoke(where, "resume", sid, "--json")
     assert (0, "completed") == (resumed.code, resumed.json()["status"])
