@@ -123,15 +123,8 @@ def run(
     """Run PROMPT with a model chain (and a team), in a new session or a given one."""
     where = where_from(home, project)
     specs = [model, *(fallback or [])]
-    # Before the session exists: bad input creates nothing.
-    check_recordable(
-        where,
-        ("the prompt", prompt),
-        *(("a --model spec", s) for s in specs),
-        ("--base-url", base_url),
-    )
-    check_prompt(prompt)
     # Everything that can be refused is checked before anything is written.
+    _check_run_input(where, prompt, specs, base_url)
     sid = _existing_session(where, session_id) if session_id is not None else None
     models = [build_model(s, env=os.environ, base_url=base_url) for s in specs]
     team = _team(team_file, [], base_url) if team_file is not None else None
@@ -158,6 +151,17 @@ def run(
             if close is not None:
                 close()
     _report(outcome, gave_up=gave_up, as_json=as_json)
+
+
+def _check_run_input(where: Where, prompt: str, specs: list[str], base_url: str | None) -> None:
+    """Refuse, before the session exists, text it could not record or an empty prompt."""
+    check_recordable(
+        where,
+        ("the prompt", prompt),
+        *(("a --model spec", s) for s in specs),
+        ("--base-url", base_url),
+    )
+    check_prompt(prompt)
 
 
 def _existing_session(where: Where, session_id: str) -> str:

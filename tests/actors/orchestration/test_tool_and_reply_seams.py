@@ -15,11 +15,14 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pydantic
 import pytest
 from _processes import child_env
 from _runtime_helpers import route, rule, run_session, scripted, worker
 
+from actors.models.protocol import ModelRequest, ModelResponse
+from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
 from actors.replay.inputs import RunSettings
 from actors.runtime.runtime import Runtime
@@ -139,10 +142,24 @@ def test_an_exception_message_with_a_lone_surrogate_is_recorded_escaped(rt: Runt
     assert "/data/\\udcff.txt" in failed.message
 
 
+class _Garbling:
+    """A model whose replies carry a lone surrogate (as a buggy provider client's may)."""
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        reply = self.inner.complete(request)
+        return msgspec.structs.replace(reply, content=[TextBlock(text=f"done {LONE}")])
+
+
 def test_a_model_reply_with_a_lone_surrogate_is_a_model_failed_and_the_chain_falls_back(
     rt: Runtime,
 ) -> None:
-    bad = scripted(rule("prober", {"text": f"done {LONE}"}), name="garbled")
+    # A provider can return what a script may not hold (scripts refuse lone surrogates at
+    # load time), so the garbled model wraps a clean script and spoils its reply.
+    bad = _Garbling(scripted(rule("prober", {"text": "done"}), name="garbled"))
     good = scripted(rule("prober", {"text": "done"}), name="clean")
     model = {"router": scripted(route([worker("w1", "prober", "Probe")])), "prober": [bad, good]}
     model["default"] = scripted()
@@ -163,6 +180,8 @@ def test_a_model_reply_with_a_lone_surrogate_is_a_model_failed_and_the_chain_fal
 CHILD = """
 import sys, pydantic
 from actors.demo import DEMO_PROMPT
+from actors.models.scripted import ScriptedModel
+from actors.models.protocol import ModelRequest, ModelResponse
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
 from actors.runtime.runtime import Runtime

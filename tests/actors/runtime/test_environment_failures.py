@@ -263,7 +263,9 @@ def test_a_full_filesystem_interrupts_the_demo_and_it_resumes_once_space_is_free
 
     still_full = clew("resume", sid, *where)
     assert 1 == still_full.returncode
-    assert "interrupted" in still_full.stdout and "disk full" in still_full.stdout
+    # One line on stderr with the cause and what to do (docs/cli.md).
+    [line] = still_full.stderr.strip().splitlines()
+    assert "interrupted" in line and "disk full" in line and f"clew resume {sid}" in line
     assert "diverged" not in still_full.stdout + still_full.stderr
 
     filler.unlink()
