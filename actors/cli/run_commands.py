@@ -283,11 +283,13 @@ def resume(
         except StoreError as e:
             # An environment failure (disk full, I/O error, a lock held too long): say so,
             # and that the session is still there to resume.
-            fail(f"resume of session {sid} stopped: {e}; fix that, then run: clew resume {sid}")
+            again = f"once the cause is fixed, resume it: clew resume {sid}"
+            fail(f"resume of session {sid} stopped: {e}; {again}")
     if as_json:
         print_json(outcome_json(outcome))
     elif outcome.status == "interrupted":
-        # The environment failed again (disk still full …): one line with the cause.
+        # Stopped by its environment again (the runtime says what, and how to go on):
+        # one error line, like the failure raised above, never "stopped by a divergence".
         fail(f"resume of session {sid} stopped: {outcome.error}")
     else:
         print(f"session {sid}: {outcome.status}")

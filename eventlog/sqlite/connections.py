@@ -51,10 +51,21 @@ class Connections:
         return idle.pop() if idle else self.connect()
 
     def give_back(self, conn: apsw.Connection) -> None:
-        """Keep ``conn`` for the thread's next :meth:`borrow`, or close it if enough are kept."""
+        """Keep ``conn`` for the thread's next :meth:`borrow`, or close it if enough are kept.
+
+        A connection still in a transaction (a reader's ``BEGIN`` for one snapshot) is
+        rolled back first: kept open, it would pin that snapshot and stop checkpoints. One
+        that cannot be (a statement still running) is closed instead.
+        """
         idle: list[apsw.Connection] | None = getattr(self._local, "idle", None)
         if idle is None:
             idle = self._local.idle = []
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                conn.close()
+                return
         if len(idle) < IDLE_STREAMS:
             idle.append(conn)
         else:
