@@ -1,4 +1,11 @@
-"""SQL schema: global tables, per-session tables, and the append-only migration list."""
+"""SQL schema: global tables, per-session tables, and the append-only migration list.
+
+Migrating is safe when several processes open a fresh (or old) home at once: each
+migration runs in its own ``BEGIN IMMEDIATE`` transaction that re-reads
+``PRAGMA user_version`` under the write lock and skips a step another process applied
+meanwhile (two processes racing on a new home once failed with "table sessions already
+exists").
+"""
 
 from __future__ import annotations
 
@@ -108,18 +115,35 @@ def session_tables_ddl(session_id: str) -> str:
     """
 
 
-def migrate(conn: apsw.Connection) -> None:
-    """Bring the file to the latest schema, one transaction per migration.
+def schema_version(conn: apsw.Connection) -> int:
+    """Return the file's ``PRAGMA user_version``."""
+    return int(conn.pragma("user_version"))
 
-    Raises:
-        StoreError: the file was written by a newer clew, or a migration failed.
-    """
-    version = int(conn.pragma("user_version"))
+
+def check_not_newer(version: int) -> None:
+    """Raise ``StoreError`` if ``version`` was written by a newer clew than this one."""
     if version > len(MIGRATIONS):
         raise StoreError(
             f"database schema version {version} is newer than this clew ({len(MIGRATIONS)})"
         )
+
+
+def migrate(conn: apsw.Connection) -> None:
+    """Bring the file to the latest schema, one transaction per migration.
+
+    Safe against other processes migrating the same file at the same moment: the
+    version is read again inside each step's write lock.
+
+    Raises:
+        StoreError: the file was written by a newer clew, or a migration failed.
+    """
+    version = schema_version(conn)
+    check_not_newer(version)
     for i in range(version, len(MIGRATIONS)):
         with Transaction(conn, f"migrating the schema to version {i + 1}"):
+            current = schema_version(conn)
+            check_not_newer(current)
+            if current > i:
+                continue  # another process applied this step since we looked
             conn.execute(MIGRATIONS[i])
             conn.pragma("user_version", i + 1)

@@ -12,15 +12,18 @@ readers use a connection per thread and run concurrently (WAL).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import apsw
 
 from eventlog.artifacts import ArtifactFiles
 from eventlog.errors import ClewError
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.sqlite.append import BatchAppend, FaultHook
-from eventlog.sqlite.connections import Connections, Durability
+from eventlog.sqlite.connections import BUSY_TIMEOUT_MS, Connections, Durability
 from eventlog.sqlite.reads import SQLiteReads
 from eventlog.sqlite.schema import migrate
 from eventlog.sqlite.transaction import translate_errors
@@ -72,7 +75,7 @@ class SQLiteStore(SQLiteReads):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = connections.connect()
             try:
-                conn.pragma("journal_mode", "wal")
+                _switch_to_wal(conn)
                 migrate(conn)
             finally:
                 conn.close()
@@ -96,6 +99,25 @@ class SQLiteStore(SQLiteReads):
     def close(self) -> None:
         """Close the write connection and this thread's reader."""
         self._connections.close()
+
+
+def _switch_to_wal(conn: apsw.Connection) -> None:
+    """Put the file in WAL mode, retrying while another process holds a lock on it.
+
+    The switch needs an exclusive lock, and SQLite refuses at once, without waiting for
+    the busy timeout, where waiting could deadlock (another process opening the same new
+    file is mid-transaction): 1 of ~400 processes racing on a fresh home failed so.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.pragma("journal_mode", "wal")
+        except apsw.BusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            return
 
 
 if TYPE_CHECKING:
