@@ -45,7 +45,8 @@ class Engine:
     ) -> None:
         self.home = home
         self.project_dir = project_dir
-        self.home.mkdir(parents=True, exist_ok=True)
+        # Private whatever the umask: the home holds every prompt and tool output.
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store: EventStore = SQLiteStore(
             self.home / "sessions.sqlite",
             artifacts_dir=self.home / "artifacts",

@@ -8,10 +8,16 @@ event's transaction) and the readers (:mod:`~eventlog.sqlite.reads`).
 
 Only the writer actor calls :meth:`SQLiteStore.append_batch` (one write connection);
 readers use a connection per thread and run concurrently (WAL).
+
+Files are private whatever the umask: a directory the store creates is 0700 and the
+database file is created 0600 (SQLite gives its ``-wal`` and ``-shm`` the database
+file's mode).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,7 +78,11 @@ class SQLiteStore(SQLiteReads):
             fault_hook,
         )
         with translate_errors(f"opening {self.path}"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                # Created here, not by SQLite (which would apply the umask to 0644).
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                os.close(os.open(self.path, flags, 0o600))
             conn = connections.connect()
             try:
                 _switch_to_wal(conn)
