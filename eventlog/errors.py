@@ -36,7 +36,8 @@ class UnknownSession(Refused, StoreError):
 
 
 class IntegrityError(ClewError):
-    """Stored history is inconsistent (dangling parent, duplicate id, cycle, …)."""
+    """Stored history is inconsistent (dangling parent, duplicate id, cycle, a broken hash
+    chain, a stored value that is not valid UTF-8, …)."""
 
 
 class DecodeError(ClewError):

@@ -9,15 +9,40 @@ exists").
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import apsw
 
 from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
 from eventlog.sqlite.transaction import Transaction
 
+#: A migration step: a script, or a function of the connection (inside its transaction).
+Migration = str | Callable[[apsw.Connection], None]
+
+
+def _chain_the_events(conn: apsw.Connection) -> None:
+    """Version 2: a hash chain over each session's events (:mod:`eventlog.sqlite.chain`).
+
+    ``ALTER TABLE … ADD COLUMN`` only rewrites the schema, not the rows: the cost does not
+    grow with the history. The rows already there stay unhashed (legacy): each session's
+    chain starts after its last row (``chain_from``).
+    """
+    conn.execute("ALTER TABLE sessions ADD COLUMN chain_from INTEGER")
+    conn.execute("ALTER TABLE sessions ADD COLUMN chain_head TEXT")
+    for (session_id,) in list(conn.execute("SELECT session_id FROM sessions")):
+        sid = validate_session_id(session_id)
+        conn.execute(f"ALTER TABLE events_{sid} ADD COLUMN hash TEXT")
+        conn.execute(
+            "UPDATE sessions SET chain_from ="
+            f" (SELECT COALESCE(MAX(seq), 0) + 1 FROM events_{sid}) WHERE session_id = ?",
+            (sid,),
+        )
+
+
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
 # shipped entry; add a new one.
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE sessions (
         session_id TEXT PRIMARY KEY,
@@ -77,7 +102,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX artifacts_by_session ON artifacts(session_id);
     """,
+    _chain_the_events,
 ]
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def session_tables_ddl(session_id: str) -> str:
@@ -109,7 +138,8 @@ def session_tables_ddl(session_id: str) -> str:
         node_id TEXT,
         tool_call_id TEXT,
         payload_json TEXT,
-        created_at TEXT NOT NULL
+        created_at TEXT NOT NULL,
+        hash TEXT
     );
     CREATE UNIQUE INDEX events_{sid}_by_run ON events_{sid}(run_id, run_seq);
     """
@@ -122,9 +152,9 @@ def schema_version(conn: apsw.Connection) -> int:
 
 def check_not_newer(version: int) -> None:
     """Raise ``StoreError`` if ``version`` was written by a newer clew than this one."""
-    if version > len(MIGRATIONS):
+    if version > SCHEMA_VERSION:
         raise StoreError(
-            f"database schema version {version} is newer than this clew ({len(MIGRATIONS)})"
+            f"database schema version {version} is newer than this clew ({SCHEMA_VERSION})"
         )
 
 
@@ -139,11 +169,15 @@ def migrate(conn: apsw.Connection) -> None:
     """
     version = schema_version(conn)
     check_not_newer(version)
-    for i in range(version, len(MIGRATIONS)):
+    for i in range(version, SCHEMA_VERSION):
         with Transaction(conn, f"migrating the schema to version {i + 1}"):
             current = schema_version(conn)
             check_not_newer(current)
             if current > i:
                 continue  # another process applied this step since we looked
-            conn.execute(MIGRATIONS[i])
+            step = MIGRATIONS[i]
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
             conn.pragma("user_version", i + 1)

@@ -19,7 +19,7 @@ from pathlib import Path
 from _processes import child_env
 
 from eventlog.sqlite import SQLiteStore
-from eventlog.sqlite.schema import MIGRATIONS
+from eventlog.sqlite.schema import SCHEMA_VERSION
 from tests.eventlog.sqlite._files import raw
 
 PROCESSES = 8
@@ -78,7 +78,7 @@ def test_processes_opening_a_home_that_does_not_exist_yet_all_succeed(tmp_path: 
         assert PROCESSES == len(store.list_sessions())
         store.close()
         conn = raw(path)
-        assert len(MIGRATIONS) == conn.pragma("user_version")
+        assert SCHEMA_VERSION == conn.pragma("user_version")
         conn.close()
 
 
@@ -88,4 +88,5 @@ def test_processes_opening_an_old_home_at_once_migrate_it_once(tmp_path: Path) -
     assert [(0, "")] * PROCESSES == outcomes
     store = SQLiteStore(path)
     assert 1 + PROCESSES == len(store.list_sessions())
+    assert all(store.check_chain(s.session_id) for s in store.list_sessions())
     store.close()
