@@ -74,6 +74,7 @@ class Runtime:
         ids: IdSource | None = None,
         settings: RunSettings | None = None,
         fault: FaultPlan | None = None,
+        read_only: bool = False,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -81,6 +82,14 @@ class Runtime:
             project_dir: where Task WALs live (``<project>/.clew/tasks``); default: cwd.
             durability: ``normal`` survives a process crash, ``full`` a power loss.
             fault: crash-test seam (see :class:`FaultPlan`).
+            read_only: open an existing home for reading only (it works on a read-only
+                mount): no writer is started, nothing is created or migrated, and every
+                write — a session, a run, a resume, a switch, a lock — raises
+                ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
+
+        Raises:
+            StoreError: the home cannot be opened (read-only: there is no store in it,
+                or its schema cannot be read without migrating it).
         """
         self._engine = Engine(
             Path(home).expanduser(),
@@ -90,6 +99,7 @@ class Runtime:
             ids=ids,
             settings=settings,
             fault=fault,
+            read_only=read_only,
         )
         engine = self._engine
         #: The clew home directory.
@@ -141,6 +151,7 @@ class Runtime:
         self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Session:
         """Create a session (``session_created``) and return it."""
+        self._engine.refuse_if_read_only("creating a session")
         now = self.clock.now()
         for _ in range(_SESSION_ID_TRIES):
             sid = self.ids.new_session_id(now)
@@ -216,6 +227,7 @@ class Runtime:
             SessionBusy: a live process owns the session.
         """
         sid = validate_session_id(session_id)
+        self._engine.refuse_if_read_only(f"switching the active node of {sid}")
         row = self.store.read_session(sid)
         self.lock(sid)
         try:
@@ -263,7 +275,9 @@ class Runtime:
         Raises:
             NothingToResume: no interrupted run.
             SessionBusy: a live process owns the session.
+            ReadOnlyStore: the runtime was opened read-only.
         """
+        self._engine.refuse_if_read_only("resuming a session")
         return resuming.resume_ready(self._engine, session_id)
 
     def resume(
@@ -312,6 +326,7 @@ class Runtime:
         settings: RunSettings | None = None,
     ) -> RunOutcome:
         """Run one main run of ``session_id``; see :meth:`Session.run`."""
+        self._engine.refuse_if_read_only("running a session")
         return runs.run_session(
             self._engine, session_id, prompt, model=model, tools=tools, settings=settings
         )

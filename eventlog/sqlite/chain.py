@@ -67,8 +67,8 @@ def load_head(conn: apsw.Connection, sid: str) -> str:
 class ChainWalk:
     """Follow one session's chain row by row, in seq order; raise at the first break.
 
-    ``chain_from`` None means the session predates the chain and was never migrated:
-    nothing can be checked, every row is legacy.
+    ``chain_from`` None means the file predates the chain (read-only on schema
+    version 1): nothing can be checked, every row is legacy.
     """
 
     __slots__ = ("chain_from", "digest", "events", "head", "last_seq", "legacy", "sid")

@@ -86,9 +86,16 @@ def _gc_paused() -> Iterator[None]:
 class SQLiteReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections) -> None:
-        """Read through ``connections`` (a reader connection per thread)."""
+    def __init__(self, connections: Connections, *, chained: bool = True) -> None:
+        """Read through ``connections`` (a reader connection per thread).
+
+        Args:
+            chained: the file has the hash chain (schema version 2+); False only for a
+                read-only store on a version 1 file, whose events all read as legacy.
+        """
         self._connections = connections
+        self._chained = chained
+        self._hash_column = "hash" if chained else "NULL"
 
     # --- reading -------------------------------------------------------------------------
 
@@ -191,16 +198,20 @@ class SQLiteReads:
         try:
             conn.execute("BEGIN")  # one snapshot: the chain head agrees with the rows
             try:
-                found = conn.execute(
-                    "SELECT chain_from, chain_head FROM sessions WHERE session_id = ?", (sid,)
-                ).fetchone()
-                walk = ChainWalk(sid, *(found or (None, None)))
+                if self._chained:
+                    found = conn.execute(
+                        "SELECT chain_from, chain_head FROM sessions WHERE session_id = ?",
+                        (sid,),
+                    ).fetchone()
+                    walk = ChainWalk(sid, *(found or (None, None)))
+                else:
+                    walk = ChainWalk(sid, None, None)
                 cursor = conn.execute(
-                    f"SELECT {EVENT_COLUMNS}, hash FROM events_{sid} ORDER BY seq"
+                    f"SELECT {EVENT_COLUMNS}, {self._hash_column} FROM events_{sid} ORDER BY seq"
                 )
                 yield walk, cursor
             except UnicodeDecodeError as e:
-                row = _bad_utf8_row(conn, sid)
+                row = _bad_utf8_row(conn, sid, self._hash_column)
                 raise IntegrityError(
                     f"session {sid}: {row} is not valid UTF-8 ({e.reason}):"
                     " the database file was changed outside clew"
@@ -405,9 +416,9 @@ class SQLiteReads:
             self._connections.reader().execute(sql, params)
 
 
-def _bad_utf8_row(conn: apsw.Connection, sid: str) -> str:
+def _bad_utf8_row(conn: apsw.Connection, sid: str, hash_column: str) -> str:
     """Name the first row of ``events_<sid>`` holding bytes that are not valid UTF-8."""
-    columns = [c.strip() for c in EVENT_COLUMNS.split(",")] + ["hash"]
+    columns = [c.strip() for c in EVENT_COLUMNS.split(",")] + [hash_column]
     blobs = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
     for seq, *values in conn.execute(f"SELECT seq, {blobs} FROM events_{sid} ORDER BY seq"):
         for value in values:

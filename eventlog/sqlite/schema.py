@@ -107,6 +107,9 @@ MIGRATIONS: list[Migration] = [
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The oldest version a read-only store can read without migrating it (version 1 lacks
+#: only the hash chain: its events read as legacy).
+OLDEST_READABLE = 1
 
 
 def session_tables_ddl(session_id: str) -> str:
