@@ -199,11 +199,13 @@ class SQLiteReads:
             conn.execute("BEGIN")  # one snapshot: the chain head agrees with the rows
             try:
                 if self._chained:
-                    found = conn.execute(
+                    chain_from, head = conn.execute(
                         "SELECT chain_from, chain_head FROM sessions WHERE session_id = ?",
                         (sid,),
-                    ).fetchone()
-                    walk = ChainWalk(sid, *(found or (None, None)))
+                    ).fetchone() or (None, None)
+                    # The migration set chain_from on every session: a NULL one was
+                    # removed, and then every event must be chained.
+                    walk = ChainWalk(sid, 1 if chain_from is None else chain_from, head)
                 else:
                     walk = ChainWalk(sid, None, None)
                 cursor = conn.execute(

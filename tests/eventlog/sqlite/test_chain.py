@@ -215,3 +215,12 @@ def test_the_first_chained_event_of_an_old_session_seals_the_events_before_it(
     with pytest.raises(IntegrityError, match="breaks at seq 103"):
         store.check_chain(GOLDEN_SID)
     store.close()
+
+
+def test_a_removed_chain_start_makes_every_event_count_as_chained(legacy: Path) -> None:
+    SQLiteStore(legacy).close()  # migrated: its 102 events are legacy
+    sql(legacy, "UPDATE sessions SET chain_from = NULL")
+    store = SQLiteStore(legacy)
+    with pytest.raises(IntegrityError, match="seq 1 has no hash"):
+        store.check_chain(GOLDEN_SID)
+    store.close()
