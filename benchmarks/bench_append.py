@@ -4,8 +4,9 @@ Run: ``python benchmarks/bench_append.py [--events N] [--dir DIR]``. Prints one 
 the ratio is to the floor measured in the same run on the same disk, so it means
 something on any machine (never gate CI on the absolute numbers).
 
-- floor: raw apsw, the same schema, the same row values (payload ≈ 300 B), 100 rows per
-  transaction, WAL with ``synchronous=FULL``;
+- floor: raw apsw, the same schema, the same row values (payload ≈ 300 B, and a
+  precomputed 64-hex-digit chain hash), 100 rows per transaction, WAL with
+  ``synchronous=FULL``;
 - writer: :class:`eventlog.writer.Writer` on :class:`SQLiteStore` with
   ``durability="full"``; each producer pipelines — submits until 512 futures are
   outstanding, then waits for them.
@@ -26,7 +27,7 @@ from eventlog.codec import encode_event
 from eventlog.events import SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
-from eventlog.sqlite.schema import MIGRATIONS, session_tables_ddl
+from eventlog.sqlite.schema import migrate, session_tables_ddl
 from eventlog.writer import CommitFuture, Writer
 
 SID = "sess_20260101_000000_bench"
@@ -45,9 +46,9 @@ def bench_floor(path: Path, n: int) -> float:
     conn = apsw.Connection(str(path))
     conn.pragma("journal_mode", "wal")
     conn.pragma("synchronous", "FULL")
-    conn.execute(MIGRATIONS[0])
+    migrate(conn)
     conn.execute(session_tables_ddl(SID))
-    sql = f"INSERT INTO events_{SID} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    sql = f"INSERT INTO events_{SID} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     rows = [
         (
             f"run0#{i}",
@@ -61,6 +62,7 @@ def bench_floor(path: Path, n: int) -> float:
             None,
             encode_event(_event(0, i)).decode(),
             CREATED_AT,
+            f"{i:064x}",
         )
         for i in range(1, n + 1)
     ]

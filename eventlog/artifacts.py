@@ -1,4 +1,8 @@
-"""Artifact files: content-addressed, fsynced before the event that references them commits."""
+"""Artifact files: content-addressed, fsynced before the event that references them commits.
+
+Private whatever the umask: the directories this creates are 0700, the files 0600 (an
+artifact holds a tool's output).
+"""
 
 from __future__ import annotations
 
@@ -34,9 +38,10 @@ class ArtifactFiles:
         if final.exists() and final.stat().st_size == len(data) and final.read_bytes() == data:
             return rel, sha, len(data)
         try:
-            make_dirs_durable(final.parent)
+            make_dirs_durable(final.parent, mode=0o700)
             tmp = final.with_suffix(f".{ext}.tmp{os.getpid()}")
-            with tmp.open("wb") as f:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+            with os.fdopen(os.open(tmp, flags, 0o600), "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

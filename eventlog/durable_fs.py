@@ -21,8 +21,11 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def make_dirs_durable(path: Path) -> None:
+def make_dirs_durable(path: Path, mode: int = 0o777) -> None:
     """Create ``path`` and its missing parents, fsyncing the parent of each new one.
+
+    Args:
+        mode: of each directory created (the umask still applies; 0o700 stays 0o700).
 
     Raises:
         OSError: a directory cannot be created or fsynced.
@@ -36,7 +39,7 @@ def make_dirs_durable(path: Path) -> None:
         current = current.parent
     for directory in reversed(missing):
         try:
-            directory.mkdir()
+            directory.mkdir(mode=mode)
         except FileExistsError:
             if not directory.is_dir():
                 raise

@@ -45,8 +45,13 @@ class UnknownSession(Refused, StoreError):
     """The session id is well formed but no such session exists in the store."""
 
 
+class ReadOnlyStore(Refused, StoreError):
+    """A write was asked of a store or runtime opened read-only: nothing was written."""
+
+
 class IntegrityError(ClewError):
-    """Stored history is inconsistent (dangling parent, duplicate id, cycle, …)."""
+    """Stored history is inconsistent (dangling parent, duplicate id, cycle, a broken hash
+    chain, a stored value that is not valid UTF-8, …)."""
 
 
 class DecodeError(ClewError):

@@ -40,6 +40,18 @@ class StoredEvent(msgspec.Struct, frozen=True, gc=False):
     event: Event
 
 
+class ChainStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """What following a session's hash chain found (it raises when the chain is broken).
+
+    ``legacy_events`` were written before clew hashed events: the chain does not cover
+    them (the first chained event seals them as they were when it was written).
+    """
+
+    session_id: str
+    events: int
+    legacy_events: int
+
+
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     session_id: str
     cwd: str

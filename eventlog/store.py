@@ -17,6 +17,7 @@ from eventlog.records import (
     AgentRow,
     AppendRequest,
     ArtifactRow,
+    ChainStatus,
     NodeRow,
     RunRow,
     SessionRow,
@@ -75,7 +76,16 @@ class EventStore(Protocol):
         ...
 
     def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
-        """Yield the session's events in seq order, ``batch`` a backend's read-ahead hint."""
+        """Yield the session's events in seq order, ``batch`` a backend's read-ahead hint.
+
+        Follows the hash chain as it goes: ``IntegrityError`` before yielding an event whose
+        chain link is broken, or after the last one when the newest events are missing.
+        """
+        ...
+
+    def check_chain(self, session_id: str) -> ChainStatus:
+        """Follow the session's hash chain over every event; raise ``IntegrityError`` naming
+        the first seq that breaks it (:meth:`iter_events` checks the same as it streams)."""
         ...
 
     def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:

@@ -19,7 +19,7 @@ import msgspec
 import pykka
 import structlog
 
-from eventlog.errors import ClewError, StoreError
+from eventlog.errors import ClewError, ReadOnlyStore, StoreError
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.store import EventStore
 
@@ -192,27 +192,35 @@ class Writer:
         *,
         max_batch: int = 2000,
         after_commit: CommitHook | None = None,
+        read_only: bool = False,
     ) -> None:
         """Start the writer actor on ``store``.
 
         Args:
             max_batch: most requests per transaction; bounds a commit's latency.
             after_commit: test/fault-injection seam, see :data:`CommitHook`.
+            read_only: start no actor; every submit is refused with ``ReadOnlyStore``
+                (the handle of a store opened read-only).
         """
         self.store = store
         self._pending: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self._wake_flag = threading.Event()
         self._resolved = threading.Condition()
         self._lock = threading.Lock()
-        self._ref = _WriterActor.start(
-            store, self._pending, self._wake_flag, self._resolved, max_batch, after_commit
-        )
-        self._stopped = False
+        self._read_only = read_only
+        self._ref: pykka.ActorRef[Any] | None = None
+        if not read_only:
+            self._ref = _WriterActor.start(
+                store, self._pending, self._wake_flag, self._resolved, max_batch, after_commit
+            )
+        self._stopped = read_only
 
     def submit(self, request: AppendRequest) -> CommitFuture:
         """Queue ``request``; the future resolves with its stored events after the commit."""
         fut = CommitFuture(self._resolved)
         if self._stopped:
+            if self._read_only:
+                raise ReadOnlyStore("the store is open read-only: writing is refused")
             raise StoreError("the storage writer is stopped")
         self._pending.put((request, fut))
         # Lock-free fast path: a set flag means the actor has yet to clear it, and it
@@ -224,6 +232,7 @@ class Writer:
             if self._wake_flag.is_set():
                 return fut
             self._wake_flag.set()
+        assert self._ref is not None  # set unless read-only, and read-only is stopped
         try:
             self._ref.tell(_WAKE)
         except pykka.ActorDeadError as e:
@@ -241,13 +250,14 @@ class Writer:
 
     def flush(self, timeout: float | None = 60.0) -> None:
         """Wait until everything submitted before this call has committed."""
-        if self._stopped:
+        if self._stopped or self._ref is None:
             return
         self._ref.ask(_FLUSH, timeout=timeout)
 
     def stop(self) -> None:
         """Commit what is queued, close the write connection, stop the actor."""
-        if self._stopped:
+        if self._stopped or self._ref is None:
+            self._stopped = True
             return
         self._stopped = True
         try:

@@ -1,5 +1,8 @@
 """Where the ``clew`` CLI works: resolving ``--home`` / ``--project``, opening the runtime
 and a session (refusing before anything is created or written), and run ids as typed.
+
+The read commands (:data:`READ_COMMANDS`) open the home read-only: they work on a
+read-only mount or a home they may not write, and cannot change it.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Final
 
 import msgspec
 import typer
@@ -23,6 +26,20 @@ from eventlog.ids import qualified, validate_session_id
 from eventlog.records import SessionRow
 from eventlog.taskwal import WAL_SUFFIX
 
+#: The commands that only read a home: they open it read-only.
+READ_COMMANDS: Final = frozenset(
+    {"sessions", "show", "timeline", "tasks", "export", "verify", "replay"}
+)
+
+
+def _note_command(ctx: typer.Context, value: str | None) -> str | None:
+    """Remember which command runs: ``--home``'s callback, so every command that opens a
+    home notes itself (the root's ``--home`` has no parent context and notes nothing)."""
+    if ctx.parent is not None:
+        BEFORE_COMMAND["command"] = ctx.info_name
+    return value
+
+
 Home = Annotated[
     str | None,
     typer.Option(
@@ -30,6 +47,7 @@ Home = Annotated[
         metavar="DIR",
         help="clew home (default: $CLEW_HOME, else ~/.clew)",
         show_default=False,
+        callback=_note_command,
     ),
 ]
 Project = Annotated[
@@ -66,10 +84,12 @@ TeamOption = Annotated[
 class Where(msgspec.Struct, frozen=True):
     home: Path
     project: Path
+    #: Open the home read-only (the running command is one of :data:`READ_COMMANDS`).
+    read_only: bool = False
 
 
-#: ``--home`` / ``--project`` given before the command (``clew --home H sessions``);
-#: reset by every ``main`` call. After the command they win.
+#: ``--home`` / ``--project`` given before the command (``clew --home H sessions``), and
+#: the running ``command``; reset by every ``main`` call. After the command they win.
 BEFORE_COMMAND: dict[str, str | None] = {}
 
 
@@ -89,7 +109,11 @@ def where_from(home: str | None, project: str | None) -> Where:
         is_dir = False
     if not is_dir:
         raise UsageError(f"--project {clipped(chosen)} is not a directory")
-    where = Where(home=home_from_env(os.environ, chosen_home), project=chosen)
+    where = Where(
+        home=home_from_env(os.environ, chosen_home),
+        project=chosen,
+        read_only=BEFORE_COMMAND.get("command") in READ_COMMANDS,
+    )
     check_home(where)
     return where
 
@@ -146,14 +170,19 @@ def _size(path: Path, *, directory: bool = False) -> int | None:
 
 
 def open_runtime(where: Where) -> Runtime:
-    """Open the runtime on the home.
+    """Open the runtime on the home (read-only when ``where.read_only``).
 
     Raises:
         UsageError: a fault variable is not a positive whole number, or the home cannot be
             made or opened (a file in the way, no permission).
     """
     try:
-        return Runtime.from_env(os.environ, home=str(where.home), project_dir=str(where.project))
+        return Runtime.from_env(
+            os.environ,
+            home=str(where.home),
+            project_dir=str(where.project),
+            read_only=where.read_only,
+        )
     except OSError as e:
         why = e.strerror or str(e)
         if e.filename is not None and str(e.filename) != str(where.home):

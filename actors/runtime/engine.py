@@ -24,6 +24,7 @@ from actors.runtime.faults import FaultPlan
 from actors.runtime.locks import SessionLock
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
 from eventlog.clock import Clock, SystemClock
+from eventlog.errors import ReadOnlyStore, StoreError
 from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
 from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
@@ -62,6 +63,7 @@ class Engine:
         settings: RunSettings | None,
         fault: FaultPlan | None,
         environ: Mapping[str, str] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.home = home
         #: Where a role's model spec (``openai:…``) finds its keys; read at the edge, once.
@@ -69,11 +71,15 @@ class Engine:
         # Absolute: it is recorded in each new session (session_created.cwd) and used
         # by later processes, whatever their working directory.
         self.project_dir = project_dir.absolute()
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            # Private whatever the umask: the home holds every prompt and tool output.
+            self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store: EventStore = SQLiteStore(
             self.home / "sessions.sqlite",
             artifacts_dir=self.home / "artifacts",
             durability=durability,
+            read_only=read_only,
         )
         self.clock: Clock = clock or SystemClock()
         self.ids: IdSource = ids or DerivedIds()
@@ -81,7 +87,7 @@ class Engine:
         fault = fault or FaultPlan()
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
-        self.writer = Writer(self.store, after_commit=fault.commit_hook())
+        self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
         with _OPEN_LOCK:
@@ -105,12 +111,24 @@ class Engine:
     def _lock_file(self, session_id: str) -> SessionLock:
         return SessionLock(self.home / "locks" / f"{session_id}.lock")
 
+    def refuse_if_read_only(self, what: str) -> None:
+        """Raise ``ReadOnlyStore`` naming ``what`` when the home was opened read-only."""
+        if self.read_only:
+            raise ReadOnlyStore(f"the clew home {self.home} is open read-only: {what} refused")
+
     def lock(self, session_id: str) -> SessionLock:
         """Take the session's owner lock (``SessionBusy`` if another process holds it)."""
+        self.refuse_if_read_only(f"taking the owner lock of {session_id}")
         lock = self._locks.get(session_id)
         if lock is None:
             lock = self._lock_file(session_id)
-            if not lock.acquire():
+            try:
+                acquired = lock.acquire()
+            except OSError as e:
+                raise StoreError(
+                    f"cannot take the owner lock of {session_id}: {e.strerror or e}"
+                ) from e
+            if not acquired:
                 raise SessionBusy(f"session {session_id} is in use by another process")
             self._locks[session_id] = lock
         return lock
@@ -182,6 +200,7 @@ class Engine:
         """
         tm = self._task_managers.get(session_id)
         if tm is None:
+            self.refuse_if_read_only(f"starting the task manager of {session_id}")
             tm = start_task_manager(self.session_dir(session_id), session_id, clock=self.clock)
             self._task_managers[session_id] = tm
         return tm

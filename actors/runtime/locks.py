@@ -4,6 +4,8 @@ Why a lock file and not an owner id + heartbeat: the kernel drops an ``flock``
 the instant its process dies (``kill -9``, OOM, power loss included), so
 "interrupted" needs no clock, no timeout and no guess about a slow process. A
 run the store says is ``running`` while nobody holds the lock is interrupted.
+
+The ``locks/`` directory is created 0700 and a lock file 0600, whatever the umask.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ class SessionLock:
         """Take the lock; return False if another open file description holds it."""
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

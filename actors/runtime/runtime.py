@@ -77,6 +77,7 @@ class Runtime:
         settings: RunSettings | None = None,
         fault: FaultPlan | None = None,
         environ: Mapping[str, str] | None = None,
+        read_only: bool = False,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -86,6 +87,14 @@ class Runtime:
             fault: crash-test seam (see :class:`FaultPlan`).
             environ: where a role's model spec (``openai:…``) finds its provider keys;
                 default: the process environment.
+            read_only: open an existing home for reading only (it works on a read-only
+                mount): no writer is started, nothing is created or migrated, and every
+                write — a session, a run, a resume, a switch, a lock — raises
+                ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
+
+        Raises:
+            StoreError: the home cannot be opened (read-only: there is no store in it,
+                or its schema cannot be read without migrating it).
         """
         self._engine = Engine(
             Path(home).expanduser(),
@@ -96,6 +105,7 @@ class Runtime:
             settings=settings,
             fault=fault,
             environ=environ,
+            read_only=read_only,
         )
         engine = self._engine
         #: The clew home directory.
@@ -161,6 +171,7 @@ class Runtime:
             check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
         except Unencodable as e:
             raise UsageError(str(e)) from None
+        self._engine.refuse_if_read_only("creating a session")
         now = self.clock.now()
         for _ in range(_SESSION_ID_TRIES):
             sid = self.ids.new_session_id(now)
@@ -236,6 +247,7 @@ class Runtime:
             SessionBusy: a live process owns the session.
         """
         sid = validate_session_id(session_id)
+        self._engine.refuse_if_read_only(f"switching the active node of {sid}")
         row = self.store.read_session(sid)
         self.lock(sid)
         try:
@@ -297,7 +309,9 @@ class Runtime:
         Raises:
             NothingToResume: no interrupted run.
             SessionBusy: a live process owns the session.
+            ReadOnlyStore: the runtime was opened read-only.
         """
+        self._engine.refuse_if_read_only("resuming a session")
         return resuming.resume_ready(self._engine, session_id)
 
     def resume(
@@ -353,6 +367,7 @@ class Runtime:
         team: Team | None = None,
     ) -> RunOutcome:
         """Run one main run of ``session_id``; see :meth:`Session.run`."""
+        self._engine.refuse_if_read_only("running a session")
         return runs.run_session(
             self._engine,
             session_id,

@@ -1,5 +1,6 @@
-"""Verify sessions: projections rebuilt from events equal the stored rows, every Task
-WAL of the session replays, and each ended main run's WAL agrees with its log.
+"""Verify sessions: the events' hash chain holds, projections rebuilt from events equal
+the stored rows, every artifact file holds the bytes it was written with, every Task WAL
+of the session replays, and each ended main run's WAL agrees with its log.
 
 What ``Runtime.verify`` returns and ``clew verify`` prints. Verification only reads:
 a torn Task WAL tail is reported, never cut. The WALs are read from the session's own
@@ -8,7 +9,9 @@ project directory (``Runtime.session_dir``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import PurePosixPath
 
 import msgspec
 
@@ -17,8 +20,9 @@ from actors.runtime.engine import Engine
 from actors.tasks.agreement import disagreements
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
-from eventlog.errors import ClewError
+from eventlog.errors import ClewError, IntegrityError
 from eventlog.ids import validate_session_id, wal_name_for
+from eventlog.store import EventStore
 from projections.verify import verify as verify_projections
 
 
@@ -30,12 +34,19 @@ class SessionCheck(msgspec.Struct, frozen=True, kw_only=True):
     events: int
     problems: list[str]
     wals: list[TaskWalReport]
+    #: Events written before clew hashed events: the hash chain does not cover them.
+    unchained_events: int = 0
 
     def lines(self) -> list[str]:
         """Return the result for humans, one line per problem."""
         verdict = "ok" if self.ok else f"{len(self.problems)} problems"
         wals = f", {len(self.wals)} task WALs" if self.wals else ""
-        return [f"{self.session_id}: {verdict} ({self.events} events{wals})"] + [
+        unchained = (
+            f", {self.unchained_events} unchained (written before the hash chain)"
+            if self.unchained_events
+            else ""
+        )
+        return [f"{self.session_id}: {verdict} ({self.events} events{unchained}{wals})"] + [
             f"  {p}" for p in self.problems
         ]
 
@@ -53,22 +64,33 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_session(engine: Engine, session_id: str) -> SessionCheck:
-    """Rebuild the session's projections from its events, compare them with the stored
-    rows, and replay every Task WAL of the session; collect every problem found."""
+    """Follow the session's hash chain, rebuild its projections from its events and compare
+    them with the stored rows, check its artifact files, and replay every Task WAL of the
+    session; collect every problem found."""
     sid = validate_session_id(session_id)
     problems: list[str] = []
-    events = 0
+    events = unchained = 0
     try:
+        chain = engine.store.check_chain(sid)
+        events, unchained = chain.events, chain.legacy_events
         report = verify_projections(engine.store, sid)
         events = report.events
         problems += [f"integrity: {p}" for p in report.integrity_errors]
         problems += [str(d) for d in report.differences]
+        problems += artifact_problems(engine.store, sid)
+    except IntegrityError as e:
+        problems.append(f"integrity: {e}")
     except ClewError as e:
         problems.append(f"cannot rebuild the session from its events: {e}")
     wals, wal_problems = _check_wals(engine, sid)
     problems += wal_problems
     return SessionCheck(
-        session_id=sid, ok=not problems, events=events, problems=problems, wals=wals
+        session_id=sid,
+        ok=not problems,
+        events=events,
+        problems=problems,
+        wals=wals,
+        unchained_events=unchained,
     )
 
 
@@ -90,6 +112,27 @@ def _check_wals(engine: Engine, sid: str) -> tuple[list[TaskWalReport], list[str
         # Every WAL is "missing" because the directory is: say that once, not per run.
         problems = [str(gone)]
     return [w for w, _ in found], problems
+
+
+def artifact_problems(store: EventStore, session_id: str) -> list[str]:
+    """Check that each artifact file of the session holds the bytes it was written with.
+
+    The files are content-addressed (``<sid>/<sha256>.<ext>``), and the path comes from
+    the ``artifact_created`` event, which the hash chain covers.
+    """
+    problems: list[str] = []
+    for row in store.read_artifacts(session_id):
+        try:
+            data = store.artifacts.read(row.path)
+        except ClewError as e:
+            problems.append(f"artifact {row.artifact_id}: {e}")
+            continue
+        if hashlib.sha256(data).hexdigest() != PurePosixPath(row.path).stem:
+            problems.append(
+                f"artifact {row.artifact_id}: {row.path} does not hold the bytes it was"
+                " written with (its sha256 differs from its name)"
+            )
+    return problems
 
 
 def verify(

@@ -211,7 +211,7 @@ class BatchAppend:
         except apsw.Error as e:
             # Which request broke it is unknown: redo the batch with savepoints.
             raise _Retry from e
-        touch_sessions(conn, touched)
+        touch_sessions(conn, touched, self._counters.head)
 
     def _append_each(
         self,
@@ -241,7 +241,7 @@ class BatchAppend:
                 continue
             done.append((i, stored))
             touched[req.session_id] = req.created_at
-        touch_sessions(txn.conn, touched)
+        touch_sessions(txn.conn, touched, self._counters.head)
 
     def _append_guarded(
         self, conn: apsw.Connection, req: AppendRequest, pending: Pending | None
@@ -293,7 +293,7 @@ class BatchAppend:
     def _insert_sql(self, sid: str) -> str:
         sql = self._insert_sqls.get(sid)
         if sql is None:
-            sql = f"INSERT INTO events_{validate_session_id(sid)} VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            sql = f"INSERT INTO events_{validate_session_id(sid)} VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
             self._insert_sqls[sid] = sql
         return sql
 
@@ -330,7 +330,9 @@ class BatchAppend:
         # The row holds StoredEvent's fields in order, but the encoded event takes the
         # event's place before created_at (the events_<sid> columns, eventlog.sqlite.schema).
         *columns, created_at, _ = msgspec.structs.astuple(stored)
-        row = (*columns, _encode(event).decode(), created_at)
+        values = (*columns, _encode(event).decode(), created_at)
+        # The hash chain (eventlog.sqlite.chain): the row's hash seals it and every row before.
+        row = (*values, counters.chain(conn, sid, values))
         if pending is None:
             conn.execute(self._insert_sql(sid), row)
         else:

@@ -2,6 +2,12 @@
 
 SQLite in WAL mode lets readers run beside the one writer without blocking it; a
 connection must not be shared between threads, hence a reader per thread.
+
+Read-only (``SQLITE_OPEN_READONLY``): a WAL-mode file is readable only where its
+``-shm`` exists or can be created. On a read-only directory holding a cleanly closed
+home (no ``-wal``, so no ``-shm``) the file is opened ``immutable`` instead: all of it
+is in the main file, and nothing can change it there. A ``-wal`` that holds data but
+has no ``-shm`` beside it cannot be read that way; that is refused.
 """
 
 from __future__ import annotations
@@ -9,9 +15,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 from typing import Literal
+from urllib.parse import quote
 
 import apsw
 
+from eventlog.errors import ReadOnlyStore, StoreError
 from eventlog.sqlite.transaction import translate_errors
 
 #: ``normal`` survives a process crash, ``full`` a power loss (``PRAGMA synchronous``).
@@ -30,16 +38,18 @@ IDLE_STREAMS = 2
 class Connections:
     """Open connections to the file at ``path`` on demand and close them."""
 
-    def __init__(self, path: Path, durability: Durability) -> None:
+    def __init__(self, path: Path, durability: Durability, *, read_only: bool = False) -> None:
         self.path = path
         self.durability = durability
+        self.read_only = read_only
+        self._immutable = False
         self._local = threading.local()
         self._write: apsw.Connection | None = None
 
     def connect(self) -> apsw.Connection:
         """Return a new connection of the caller's own (closing it is the caller's job)."""
         with translate_errors(f"opening {self.path}"):
-            conn = apsw.Connection(str(self.path))
+            conn = self._open_read_only() if self.read_only else apsw.Connection(str(self.path))
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         return conn
 
@@ -71,6 +81,27 @@ class Connections:
         else:
             conn.close()
 
+    def _open_read_only(self) -> apsw.Connection:
+        """Open read-only; fall back to ``immutable`` where no ``-shm`` can exist."""
+        if not self._immutable:
+            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            except (apsw.CantOpenError, apsw.ReadOnlyError):
+                conn.close()
+                wal = self.path.with_name(self.path.name + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"cannot read {self.path} read-only: {wal.name} holds changes that"
+                        f" are not in the main file yet, and no {self.path.name}-shm can be"
+                        " made beside it; open the home once where it is writable"
+                    ) from None
+                self._immutable = True
+            else:
+                return conn
+        uri = "file:" + quote(str(self.path.resolve())) + "?immutable=1"
+        return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
     def reader(self) -> apsw.Connection:
         """Return this thread's reader connection, opened on first use."""
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
@@ -80,6 +111,8 @@ class Connections:
 
     def writer(self) -> apsw.Connection:
         """Return the one write connection, opened on first use with the durability pragma."""
+        if self.read_only:
+            raise ReadOnlyStore(f"{self.path} is open read-only: writing is refused")
         if self._write is None:
             with translate_errors(f"opening {self.path} for writing"):
                 conn = self.connect()

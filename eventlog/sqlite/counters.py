@@ -1,9 +1,11 @@
-"""The sequence counters the writer caches across batches: ``seq``, ``node_seq``, ``run_seq``.
+"""What the writer caches across batches: the counters ``seq``, ``node_seq``, ``run_seq``,
+and each session's chain head (the hash its next event chains to).
 
-Each counter is loaded lazily from its table (``MAX(...)``) and then kept in memory, so
-an append costs no ``SELECT``. The cache is only right while it matches what committed:
-a request undone by a savepoint gives its counters back (:meth:`Counters.restore`), and
-a transaction that is rolled back as a whole drops them all (:meth:`Counters.forget`).
+Each is loaded lazily from its table (``MAX(...)``, ``sessions.chain_head``) and then
+kept in memory, so an append costs no ``SELECT``. The cache is only right while it
+matches what committed: a request undone by a savepoint gives its counters back
+(:meth:`Counters.restore`), and a transaction that is rolled back as a whole drops them
+all (:meth:`Counters.forget`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import apsw
 from eventlog.errors import UnknownSession
 from eventlog.events import SessionCreated
 from eventlog.records import AppendRequest
+from eventlog.sqlite.chain import GENESIS, link, load_head
 
-#: What :meth:`Counters.snapshot` saves of one request's counters: seq, node_seq, run_seq.
-Snapshot = tuple[int | None, int | None, int | None]
+#: What :meth:`Counters.snapshot` saves of one request: seq, node_seq, run_seq, chain head.
+Snapshot = tuple[int | None, int | None, int | None, str | None]
 
 K = TypeVar("K", str, tuple[str, str])
+V = TypeVar("V", int, str)
 
 
 def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
@@ -31,19 +35,21 @@ def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> in
 class Counters:
     """Per-session counters and the set of sessions known to exist (session ids valid)."""
 
-    __slots__ = ("known_sessions", "node_seq", "run_seq", "seq")
+    __slots__ = ("head", "known_sessions", "node_seq", "run_seq", "seq")
 
     def __init__(self) -> None:
         self.known_sessions: set[str] = set()
         self.seq: dict[str, int] = {}
         self.node_seq: dict[str, int] = {}
         self.run_seq: dict[tuple[str, str], int] = {}
+        self.head: dict[str, str] = {}
 
     def session_created(self, sid: str) -> None:
         """Record a session created in this transaction: it exists, its counters are 0."""
         self.known_sessions.add(sid)
         self.seq[sid] = 0
         self.node_seq[sid] = 0
+        self.head[sid] = GENESIS
 
     def ensure_session(self, conn: apsw.Connection, sid: str) -> None:
         """Raise ``UnknownSession`` unless ``sid`` is a stored session."""
@@ -74,6 +80,14 @@ class Counters:
             (run_id,),
         )
 
+    def chain(self, conn: apsw.Connection, sid: str, row: tuple[Any, ...]) -> str:
+        """Return the hash of the session's next event row ``row``; it becomes the head."""
+        prev = self.head.get(sid)
+        if prev is None:
+            prev = load_head(conn, sid)
+        digest = self.head[sid] = link(prev, row)
+        return digest
+
     def snapshot(self, req: AppendRequest) -> Snapshot:
         """Save the counters ``req`` may take, for :meth:`restore`."""
         sid = req.session_id
@@ -81,6 +95,7 @@ class Counters:
             self.seq.get(sid),
             self.node_seq.get(sid),
             self.run_seq.get((sid, req.run_id)) if req.run_id else None,
+            self.head.get(sid),
         )
 
     def restore(self, req: AppendRequest, snap: Snapshot) -> None:
@@ -90,6 +105,7 @@ class Counters:
         _put(self.node_seq, sid, snap[1])
         if req.run_id:
             _put(self.run_seq, (sid, req.run_id), snap[2])
+        _put(self.head, sid, snap[3])
         if isinstance(req.event, SessionCreated):
             self.known_sessions.discard(sid)
 
@@ -98,6 +114,7 @@ class Counters:
         self.seq.clear()
         self.node_seq.clear()
         self.run_seq.clear()
+        self.head.clear()
         self.known_sessions.clear()
 
 
@@ -113,7 +130,7 @@ def _take(
     return n
 
 
-def _put(cache: dict[Any, int], key: Any, value: int | None) -> None:
+def _put(cache: dict[Any, V], key: Any, value: V | None) -> None:
     if value is None:
         cache.pop(key, None)
     else:

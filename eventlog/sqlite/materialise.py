@@ -56,8 +56,11 @@ def _json_or_none(value: Any) -> str | None:
 def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: str) -> None:
     """Create the session's own tables and its ``sessions`` row (``sid`` validated)."""
     conn.execute(session_tables_ddl(sid))
+    # chain_from 1: every event of a session created today is chained (eventlog.sqlite.chain).
     conn.execute(
-        "INSERT INTO sessions VALUES (?, ?, ?, NULL, ?, 'active', ?, ?, ?)",
+        "INSERT INTO sessions (session_id, cwd, root_agent_id, active_node_id,"
+        " parent_session_id, status, metadata_json, created_at, updated_at, chain_from)"
+        " VALUES (?, ?, ?, NULL, ?, 'active', ?, ?, ?, 1)",
         (
             sid,
             event.cwd,
@@ -70,13 +73,17 @@ def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: s
     )
 
 
-def touch_sessions(conn: apsw.Connection, touched: dict[str, str]) -> None:
-    """Set ``sessions.updated_at`` to the created_at of each session's last event.
+def touch_sessions(conn: apsw.Connection, touched: dict[str, str], heads: dict[str, str]) -> None:
+    """Set ``sessions.updated_at`` to the created_at of each session's last event, and
+    ``sessions.chain_head`` to that event's hash (``heads``).
 
     Written once per batch and session rather than once per event.
     """
     for sid, at in touched.items():
-        conn.execute("UPDATE sessions SET updated_at = ? WHERE session_id = ?", (at, sid))
+        conn.execute(
+            "UPDATE sessions SET updated_at = ?, chain_head = ? WHERE session_id = ?",
+            (at, heads[sid], sid),
+        )
 
 
 def materialise(

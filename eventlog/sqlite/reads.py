@@ -3,6 +3,11 @@
 :class:`eventlog.sqlite.store.SQLiteStore` extends :class:`SQLiteReads` with the
 write side; they are apart because the write path and the read path change for
 different reasons.
+
+A full read of a session (:meth:`SQLiteReads.iter_events`, :meth:`SQLiteReads.check_chain`)
+follows its hash chain (:mod:`eventlog.sqlite.chain`) and raises ``IntegrityError`` at
+the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
+``IntegrityError`` from every reader, never a ``UnicodeDecodeError``.
 """
 
 from __future__ import annotations
@@ -12,13 +17,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import apsw
 import msgspec
 
 from eventlog.blocks import ContentBlock
 from eventlog.codec import decode_event
-from eventlog.errors import DecodeError, UnknownSession
+from eventlog.errors import DecodeError, IntegrityError, UnknownSession
 from eventlog.ids import validate_session_id
-from eventlog.records import AgentRow, ArtifactRow, NodeRow, RunRow, SessionRow, StoredEvent
+from eventlog.records import (
+    AgentRow,
+    ArtifactRow,
+    ChainStatus,
+    NodeRow,
+    RunRow,
+    SessionRow,
+    StoredEvent,
+)
+from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.transaction import translate_errors
 
@@ -26,8 +41,29 @@ _blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
+_SESSION_COLUMNS = (
+    "session_id, cwd, root_agent_id, active_node_id, parent_session_id, status,"
+    " metadata_json, created_at, updated_at"
+)
+
+
 def _loads(text: str | None) -> Any:
     return None if text is None else _dict_decoder.decode(text)
+
+
+@contextmanager
+def _valid_utf8(what: str) -> Iterator[None]:
+    """Turn a stored value that is not valid UTF-8 into a one-line ``IntegrityError``.
+
+    SQLite stores TEXT as given; only apsw's conversion to ``str`` notices a flipped byte.
+    """
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise IntegrityError(
+            f"{what}: a stored value is not valid UTF-8 ({e.reason} at byte {e.start}):"
+            " the database file was changed outside clew"
+        ) from e
 
 
 @contextmanager
@@ -50,14 +86,21 @@ def _gc_paused() -> Iterator[None]:
 class SQLiteReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections) -> None:
-        """Read through ``connections`` (a reader connection per thread)."""
+    def __init__(self, connections: Connections, *, chained: bool = True) -> None:
+        """Read through ``connections`` (a reader connection per thread).
+
+        Args:
+            chained: the file has the hash chain (schema version 2+); False only for a
+                read-only store on a version 1 file, whose events all read as legacy.
+        """
         self._connections = connections
+        self._chained = chained
+        self._hash_column = "hash" if chained else "NULL"
 
     # --- reading -------------------------------------------------------------------------
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with translate_errors("reading"):
+        with translate_errors("reading"), _valid_utf8("reading the store"):
             return list(self._connections.reader().execute(sql, params))
 
     def session_exists(self, session_id: str) -> bool:
@@ -73,7 +116,7 @@ class SQLiteReads:
 
     def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
         """Run an events query and decode its rows (the hot read path: kept inline)."""
-        with translate_errors("reading"), _gc_paused():
+        with translate_errors("reading"), _valid_utf8("reading events"), _gc_paused():
             cursor = self._connections.reader().execute(sql, params)
             try:
                 # Field order of StoredEvent: the row's columns minus payload_json, then
@@ -97,7 +140,7 @@ class SQLiteReads:
     ) -> list[StoredEvent]:
         """Return the session's events with ``seq > after_seq``, in seq order."""
         sid = self._require(session_id)
-        sql = f"SELECT * FROM events_{sid} WHERE seq > ? ORDER BY seq"
+        sql = f"SELECT {EVENT_COLUMNS} FROM events_{sid} WHERE seq > ? ORDER BY seq"
         params: tuple[Any, ...] = (after_seq,)
         if limit is not None:
             sql += " LIMIT ?"
@@ -112,29 +155,83 @@ class SQLiteReads:
         on a connection of its own, so a suspended iterator never pins the snapshot the
         thread's other reads see; it is given back (for the next stream, not re-opened: see
         ``IDLE_STREAMS``) when the iterator is exhausted or closed.
-        ``batch`` is kept for the :class:`~eventlog.store.EventStore` contract.
+        The hash chain is followed as the rows stream, each row checked before it is
+        decoded; the chain head is read in the same snapshot. ``batch`` is kept for the
+        :class:`~eventlog.store.EventStore` contract.
+
+        Raises:
+            IntegrityError: the chain breaks (before the broken event is yielded; the
+                head is checked after the last one), or a value is not valid UTF-8.
         """
         sid = self._require(session_id)
-        with translate_errors("reading"):
-            conn = self._connections.borrow()
-            cursor = conn.cursor()
+        with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
+            step = walk.step
+            for a, b, c, d, e, f, g, h, i, j, k, stored_hash in rows:
+                step((a, b, c, d, e, f, g, h, i, j, k), stored_hash)
+                try:
+                    event = decode_event(j)
+                except DecodeError as err:
+                    raise DecodeError(f"event {a} (seq {b}): {err}") from err
+                yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
+            walk.finish()
+
+    def check_chain(self, session_id: str) -> ChainStatus:
+        """Follow the session's hash chain over every event (payloads are not decoded).
+
+        Raises:
+            IntegrityError: the chain is broken (naming the first seq that breaks it), or
+                a stored value is not valid UTF-8.
+        """
+        sid = self._require(session_id)
+        with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
+            for *values, stored_hash in rows:
+                walk.step(tuple(values), stored_hash)
+            return walk.finish()
+
+    @contextmanager
+    def _whole_session(self, sid: str) -> Iterator[tuple[ChainWalk, Iterator[Any]]]:
+        """Open one read snapshot of the session: its chain walk and its rows in seq order.
+
+        The rows come from a connection of their own (borrowed: opening one parses the whole
+        schema, so verifying many sessions would be quadratic), given back on the way out.
+        A value that is not valid UTF-8 is reported with the seq of its row.
+        """
+        conn = self._connections.borrow()
+        cursor = None
+        try:
+            conn.execute("BEGIN")  # one snapshot: the chain head agrees with the rows
             try:
-                cursor.execute(f"SELECT * FROM events_{sid} ORDER BY seq")
-                for a, b, c, d, e, f, g, h, i, j, k in cursor:
-                    try:
-                        event = decode_event(j)
-                    except DecodeError as err:
-                        raise DecodeError(f"event {a} (seq {b}): {err}") from err
-                    yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
-            finally:
+                if self._chained:
+                    chain_from, head = conn.execute(
+                        "SELECT chain_from, chain_head FROM sessions WHERE session_id = ?",
+                        (sid,),
+                    ).fetchone() or (None, None)
+                    # The migration set chain_from on every session: a NULL one was
+                    # removed, and then every event must be chained.
+                    walk = ChainWalk(sid, 1 if chain_from is None else chain_from, head)
+                else:
+                    walk = ChainWalk(sid, None, None)
+                cursor = conn.execute(
+                    f"SELECT {EVENT_COLUMNS}, {self._hash_column} FROM events_{sid} ORDER BY seq"
+                )
+                yield walk, cursor
+            except UnicodeDecodeError as e:
+                row = _bad_utf8_row(conn, sid, self._hash_column)
+                raise IntegrityError(
+                    f"session {sid}: {row} is not valid UTF-8 ({e.reason}):"
+                    " the database file was changed outside clew"
+                ) from e
+        finally:
+            if cursor is not None:
                 cursor.close()
-                self._connections.give_back(conn)
+            self._connections.give_back(conn)
 
     def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
         """Return one run's events in run_seq order."""
         sid = self._require(session_id)
         return self._events(
-            f"SELECT * FROM events_{sid} WHERE run_id = ? ORDER BY run_seq", (run_id,)
+            f"SELECT {EVENT_COLUMNS} FROM events_{sid} WHERE run_id = ? ORDER BY run_seq",
+            (run_id,),
         )
 
     def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]:
@@ -147,7 +244,8 @@ class SQLiteReads:
         sid = self._require(session_id)
         # '0' is the character after '/', so [run/, run0) is exactly the "run/…" prefix.
         return self._events(
-            f"SELECT * FROM events_{sid} WHERE run_id = ? OR (run_id >= ? AND run_id < ?)"
+            f"SELECT {EVENT_COLUMNS} FROM events_{sid}"
+            " WHERE run_id = ? OR (run_id >= ? AND run_id < ?)"
             " ORDER BY seq",
             (run_id, run_id + "/", run_id + "0"),
         )
@@ -234,14 +332,16 @@ class SQLiteReads:
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""
         sid = validate_session_id(session_id)
-        rows = self._query("SELECT * FROM sessions WHERE session_id = ?", (sid,))
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
         if not rows:
             raise UnknownSession(f"unknown session {sid}")
         return self._session_row(rows[0])
 
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
-        rows = self._query("SELECT * FROM sessions ORDER BY created_at, session_id")
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+        )
         return [self._session_row(r) for r in rows]
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
@@ -321,3 +421,17 @@ class SQLiteReads:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""
         with translate_errors("raw sql"):
             self._connections.reader().execute(sql, params)
+
+
+def _bad_utf8_row(conn: apsw.Connection, sid: str, hash_column: str) -> str:
+    """Name the first row of ``events_<sid>`` holding bytes that are not valid UTF-8."""
+    columns = [c.strip() for c in EVENT_COLUMNS.split(",")] + [hash_column]
+    blobs = ", ".join(f"CAST({c} AS BLOB)" for c in columns)
+    for seq, *values in conn.execute(f"SELECT seq, {blobs} FROM events_{sid} ORDER BY seq"):
+        for value in values:
+            if isinstance(value, bytes):
+                try:
+                    value.decode()
+                except UnicodeDecodeError:
+                    return f"event seq {seq}"
+    return "an event"

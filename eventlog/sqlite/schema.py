@@ -1,6 +1,15 @@
-"""SQL schema: global tables, per-session tables, and the append-only migration list."""
+"""SQL schema: global tables, per-session tables, and the append-only migration list.
+
+Migrating is safe when several processes open a fresh (or old) home at once: each
+migration runs in its own ``BEGIN IMMEDIATE`` transaction that re-reads
+``PRAGMA user_version`` under the write lock and skips a step another process applied
+meanwhile (two processes racing on a new home once failed with "table sessions already
+exists").
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import apsw
 
@@ -8,9 +17,32 @@ from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
 from eventlog.sqlite.transaction import Transaction
 
+#: A migration step: a script, or a function of the connection (inside its transaction).
+Migration = str | Callable[[apsw.Connection], None]
+
+
+def _chain_the_events(conn: apsw.Connection) -> None:
+    """Version 2: a hash chain over each session's events (:mod:`eventlog.sqlite.chain`).
+
+    ``ALTER TABLE … ADD COLUMN`` only rewrites the schema, not the rows: the cost does not
+    grow with the history. The rows already there stay unhashed (legacy): each session's
+    chain starts after its last row (``chain_from``).
+    """
+    conn.execute("ALTER TABLE sessions ADD COLUMN chain_from INTEGER")
+    conn.execute("ALTER TABLE sessions ADD COLUMN chain_head TEXT")
+    for (session_id,) in list(conn.execute("SELECT session_id FROM sessions")):
+        sid = validate_session_id(session_id)
+        conn.execute(f"ALTER TABLE events_{sid} ADD COLUMN hash TEXT")
+        conn.execute(
+            "UPDATE sessions SET chain_from ="
+            f" (SELECT COALESCE(MAX(seq), 0) + 1 FROM events_{sid}) WHERE session_id = ?",
+            (sid,),
+        )
+
+
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
 # shipped entry; add a new one.
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE sessions (
         session_id TEXT PRIMARY KEY,
@@ -70,7 +102,14 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX artifacts_by_session ON artifacts(session_id);
     """,
+    _chain_the_events,
 ]
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+#: The oldest version a read-only store can read without migrating it (version 1 lacks
+#: only the hash chain: its events read as legacy).
+OLDEST_READABLE = 1
 
 
 def session_tables_ddl(session_id: str) -> str:
@@ -102,24 +141,46 @@ def session_tables_ddl(session_id: str) -> str:
         node_id TEXT,
         tool_call_id TEXT,
         payload_json TEXT,
-        created_at TEXT NOT NULL
+        created_at TEXT NOT NULL,
+        hash TEXT
     );
     CREATE UNIQUE INDEX events_{sid}_by_run ON events_{sid}(run_id, run_seq);
     """
 
 
+def schema_version(conn: apsw.Connection) -> int:
+    """Return the file's ``PRAGMA user_version``."""
+    return int(conn.pragma("user_version"))
+
+
+def check_not_newer(version: int) -> None:
+    """Raise ``StoreError`` if ``version`` was written by a newer clew than this one."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"database schema version {version} is newer than this clew ({SCHEMA_VERSION})"
+        )
+
+
 def migrate(conn: apsw.Connection) -> None:
     """Bring the file to the latest schema, one transaction per migration.
+
+    Safe against other processes migrating the same file at the same moment: the
+    version is read again inside each step's write lock.
 
     Raises:
         StoreError: the file was written by a newer clew, or a migration failed.
     """
-    version = int(conn.pragma("user_version"))
-    if version > len(MIGRATIONS):
-        raise StoreError(
-            f"database schema version {version} is newer than this clew ({len(MIGRATIONS)})"
-        )
-    for i in range(version, len(MIGRATIONS)):
+    version = schema_version(conn)
+    check_not_newer(version)
+    for i in range(version, SCHEMA_VERSION):
         with Transaction(conn, f"migrating the schema to version {i + 1}"):
-            conn.execute(MIGRATIONS[i])
+            current = schema_version(conn)
+            check_not_newer(current)
+            if current > i:
+                continue  # another process applied this step since we looked
+            step = MIGRATIONS[i]
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
             conn.pragma("user_version", i + 1)

@@ -8,21 +8,37 @@ event's transaction) and the readers (:mod:`~eventlog.sqlite.reads`).
 
 Only the writer actor calls :meth:`SQLiteStore.append_batch` (one write connection);
 readers use a connection per thread and run concurrently (WAL).
+
+Files are private whatever the umask: a directory the store creates is 0700 and the
+database file is created 0600 (SQLite gives its ``-wal`` and ``-shm`` the database
+file's mode). ``read_only=True`` opens without writing anything: no directory, no
+journal-mode pragma, no migration (an older schema is read as it is).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import apsw
+
 from eventlog.artifacts import ArtifactFiles
-from eventlog.errors import ClewError
+from eventlog.errors import ClewError, ReadOnlyStore, StoreError
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.sqlite.append import BatchAppend, FaultHook
-from eventlog.sqlite.connections import Connections, Durability
+from eventlog.sqlite.connections import BUSY_TIMEOUT_MS, Connections, Durability
 from eventlog.sqlite.reads import SQLiteReads
-from eventlog.sqlite.schema import migrate
+from eventlog.sqlite.schema import (
+    OLDEST_READABLE,
+    SCHEMA_VERSION,
+    check_not_newer,
+    migrate,
+    schema_version,
+)
 from eventlog.sqlite.transaction import translate_errors
 
 if TYPE_CHECKING:
@@ -47,6 +63,7 @@ class SQLiteStore(SQLiteReads):
         durability: Durability = "normal",
         artifact_threshold: int = DEFAULT_ARTIFACT_THRESHOLD,
         fault_hook: FaultHook | None = None,
+        read_only: bool = False,
     ) -> None:
         """Open (and migrate) the store at ``path``.
 
@@ -54,28 +71,30 @@ class SQLiteStore(SQLiteReads):
             artifacts_dir: where artifact files go (default: ``artifacts/`` beside the file).
             durability: ``normal`` survives a process crash, ``full`` a power loss.
             fault_hook: test seam, called with a step name inside the append transaction.
+            read_only: open an existing file for reading only (``SQLITE_OPEN_READONLY``);
+                every append is refused with ``ReadOnlyStore``.
 
         Raises:
-            StoreError: the file cannot be opened, is not a database, or is from a newer clew.
+            StoreError: the file cannot be opened, is not a database, or is from a newer
+                clew; read-only, also: it does not exist, or its schema is too old to read
+                without migrating it.
         """
         self.path = Path(path)
         self.durability = durability
-        connections = Connections(self.path, durability)
-        super().__init__(connections)
+        self.read_only = read_only
+        connections = Connections(self.path, durability, read_only=read_only)
+        if read_only:
+            version = _check_readable(connections)
+        else:
+            _create_and_migrate(connections)
+            version = SCHEMA_VERSION
+        super().__init__(connections, chained=version >= 2)
         self._append = BatchAppend(
             connections.writer,
             ArtifactFiles(Path(artifacts_dir) if artifacts_dir else self.path.parent / "artifacts"),
             artifact_threshold,
             fault_hook,
         )
-        with translate_errors(f"opening {self.path}"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = connections.connect()
-            try:
-                conn.pragma("journal_mode", "wal")
-                migrate(conn)
-            finally:
-                conn.close()
 
     @property
     def artifacts(self) -> ArtifactFiles:
@@ -90,12 +109,85 @@ class SQLiteStore(SQLiteReads):
     def append_batch(
         self, requests: Sequence[AppendRequest]
     ) -> list[list[StoredEvent] | ClewError]:
-        """Append ``requests`` in one transaction; see :meth:`BatchAppend.append_batch`."""
+        """Append ``requests`` in one transaction; see :meth:`BatchAppend.append_batch`.
+
+        A read-only store refuses each request with ``ReadOnlyStore`` and writes nothing.
+        """
+        if self.read_only:
+            why = f"{self.path} is open read-only: writing is refused"
+            return [ReadOnlyStore(why) for _ in requests]
         return self._append.append_batch(requests)
 
     def close(self) -> None:
         """Close the write connection and this thread's reader."""
         self._connections.close()
+
+
+def _create_and_migrate(connections: Connections) -> None:
+    """Create the file (0600, in a 0700 directory) if needed, switch it to WAL, migrate it."""
+    path = connections.path
+    with translate_errors(f"opening {path}"):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            # Created here, not by SQLite (which would apply the umask to 0644).
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        conn = connections.connect()
+        try:
+            # SQLite quietly opens a file it may not write read-only; say so now, not at
+            # the first append.
+            if conn.readonly("main"):
+                raise StoreError(
+                    f"cannot write {path}: it or its directory is read-only"
+                    " (the read commands open it read-only and work)"
+                )
+            _switch_to_wal(conn)
+            migrate(conn)
+        finally:
+            conn.close()
+
+
+def _switch_to_wal(conn: apsw.Connection) -> None:
+    """Put the file in WAL mode, retrying while another process holds a lock on it.
+
+    The switch needs an exclusive lock, and SQLite refuses at once, without waiting for
+    the busy timeout, where waiting could deadlock (another process opening the same new
+    file is mid-transaction): 1 of ~400 processes racing on a fresh home failed so.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.pragma("journal_mode", "wal")
+        except apsw.BusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            return
+
+
+def _check_readable(connections: Connections) -> int:
+    """Return the schema version of the file a read-only store opens, if it can read it.
+
+    Raises:
+        StoreError: no such file, a newer clew's schema, or one too old to read as it is.
+    """
+    path = connections.path
+    if not path.is_file():
+        raise StoreError(f"cannot read {path}: no such file")
+    conn = connections.connect()
+    try:
+        with translate_errors(f"reading {path}"):
+            version = schema_version(conn)
+    finally:
+        conn.close()
+    check_not_newer(version)
+    if version < OLDEST_READABLE:
+        raise StoreError(
+            f"cannot read {path} read-only: its schema (version {version}) is older than"
+            f" this clew reads without migrating it (version {OLDEST_READABLE});"
+            " open it once where it is writable"
+        )
+    return version
 
 
 if TYPE_CHECKING:

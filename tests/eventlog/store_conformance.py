@@ -50,6 +50,7 @@ from eventlog.events import (
 )
 from eventlog.records import (
     AppendRequest,
+    ChainStatus,
     NodeRow,
     SessionRow,
     StoredEvent,
@@ -249,6 +250,13 @@ class StoreConformance:
             ("r1#3", 7, 3),
         ]
         assert expected == actual
+
+    def test_the_hash_chain_covers_every_event_appended_to_a_new_session(
+        self, session: EventStore
+    ) -> None:
+        append(session, todo("a", run_id="r1"), todo("b"))
+        append(session, todo("c", run_id="r1"))
+        assert ChainStatus(session_id=SID, events=4, legacy_events=0) == session.check_chain(SID)
 
     def test_read_run_returns_one_runs_events_in_run_seq_order(self, session: EventStore) -> None:
         append(session, *(todo(f"{r}-{i}", run_id=r) for i in range(3) for r in ("r1", "r2")))
@@ -604,6 +612,7 @@ class StoreConformance:
             lambda s: s.read_agents(SID),
             lambda s: s.read_runs(SID),
             lambda s: s.read_artifacts(SID),
+            lambda s: s.check_chain(SID),
         ],
     )
     def test_every_reader_raises_unknown_session_for_a_missing_session(
@@ -628,6 +637,7 @@ class StoreConformance:
             lambda: session.read_agents(bad),
             lambda: session.read_runs(bad),
             lambda: session.read_artifacts(bad),
+            lambda: session.check_chain(bad),
         ]
         for read in readers:
             with pytest.raises(InvalidSessionId):

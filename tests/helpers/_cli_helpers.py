@@ -15,6 +15,7 @@ import apsw
 from _processes import child_env
 
 from actors.cli import main
+from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, link
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,28 @@ def sql(home: Path, statement: str) -> None:
     conn = apsw.Connection(str(home / "sessions.sqlite"))
     try:
         conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def reseal(home: Path, session_id: str) -> None:
+    """Recompute the session's hash chain after an edit made on purpose.
+
+    For tests that stand in for a code change by editing the recording: without this, the
+    edit is (rightly) reported as tampering before any replay compares anything.
+    """
+    conn = apsw.Connection(str(home / "sessions.sqlite"))
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        prev = GENESIS
+        rows = list(conn.execute(f"SELECT {EVENT_COLUMNS} FROM events_{session_id} ORDER BY seq"))
+        for values in rows:
+            prev = link(prev, values)
+            conn.execute(
+                f"UPDATE events_{session_id} SET hash = ? WHERE seq = ?", (prev, values[1])
+            )
+        conn.execute("UPDATE sessions SET chain_head = ? WHERE session_id = ?", (prev, session_id))
+        conn.execute("COMMIT")
     finally:
         conn.close()
 

@@ -15,6 +15,7 @@ from _cli_helpers import (
     Where,
     count_events,
     invoke,
+    reseal,
     run_process,
     script_model,
     spawn,
@@ -283,6 +284,7 @@ def test_replay_of_a_changed_recording_reports_the_divergence_and_exits_1(
         f"UPDATE events_{sid} SET payload_json = replace(payload_json,"
         " 'Plan a small', 'Plan a huge') WHERE event_type = 'run_started'",
     )
+    reseal(where.home, sid)  # a code change, not tampering: the chain must still hold
     result = invoke(where, "replay", sid, "--json")
     doc = result.json()
     assert (1, False) == (result.code, doc["identical"])
