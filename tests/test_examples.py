@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from _processes import child_env
 
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
@@ -16,7 +17,8 @@ EMBED = Path(__file__).resolve().parents[1] / "examples" / "embed.py"
 
 def run_embed(cwd: Path, *args: str, env_home: Path | None = None) -> dict[str, str]:
     """Run examples/embed.py; return its ``key: value`` output lines as a dict."""
-    env = {k: v for k, v in os.environ.items() if k != "CLEW_HOME"}
+    # This checkout's code (not an installed clew), no CLEW_* from outside.
+    env = child_env()
     if env_home is not None:
         env["CLEW_HOME"] = str(env_home)
     done = subprocess.run(
