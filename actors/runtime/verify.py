@@ -82,7 +82,10 @@ def check_session(engine: Engine, session_id: str) -> SessionCheck:
         problems.append(f"integrity: {e}")
     except ClewError as e:
         problems.append(f"cannot rebuild the session from its events: {e}")
-    wals, wal_problems = _check_wals(engine, sid)
+    try:
+        wals, wal_problems = _check_wals(engine, sid)
+    except IntegrityError as e:  # a run's events cannot be read: said once, above or here
+        wals, wal_problems = [], [] if problems else [f"integrity: {e}"]
     problems += wal_problems
     return SessionCheck(
         session_id=sid,

@@ -13,6 +13,7 @@ the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -103,6 +104,22 @@ class SQLiteReads:
         with translate_errors("reading"), _valid_utf8("reading the store"):
             return list(self._connections.reader().execute(sql, params))
 
+    @contextmanager
+    def _events_utf8(self, sql: str) -> Iterator[None]:
+        """Name the event whose stored bytes are not valid UTF-8 (the flipped-byte case)."""
+        try:
+            yield
+        except UnicodeDecodeError as e:
+            match = re.search(r"events_(\w+)", sql)
+            if match is None:  # pragma: no cover - every events query names its table
+                raise
+            sid = match.group(1)
+            row = _bad_utf8_row(self._connections.reader(), sid, self._hash_column)
+            raise IntegrityError(
+                f"session {sid}: {row} is not valid UTF-8 ({e.reason}):"
+                " the database file was changed outside clew"
+            ) from e
+
     def session_exists(self, session_id: str) -> bool:
         """Return whether ``session_id`` (validated) is a stored session."""
         sid = validate_session_id(session_id)
@@ -116,7 +133,7 @@ class SQLiteReads:
 
     def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
         """Run an events query and decode its rows (the hot read path: kept inline)."""
-        with translate_errors("reading"), _valid_utf8("reading events"), _gc_paused():
+        with translate_errors("reading"), self._events_utf8(sql), _gc_paused():
             cursor = self._connections.reader().execute(sql, params)
             try:
                 # Field order of StoredEvent: the row's columns minus payload_json, then
