@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -138,3 +139,16 @@ def total_rows(home: Path) -> int:
         return sum(int(next(iter(conn.execute(f'SELECT count(*) FROM "{n}"')))[0]) for n in names)
     finally:
         conn.close()
+
+
+def copy_where(where: Where, dest: Path, *, symlinks: bool = False) -> Where:
+    """Copy a recorded home and project under ``dest``; return the copy a test may change."""
+    copy = Where(dest / "home", dest / "project")
+    shutil.copytree(where.home, copy.home)
+    shutil.copytree(where.project, copy.project, symlinks=symlinks)
+    return copy
+
+
+def main_wal(where: Where, sid: str, n: int = 1) -> Path:
+    """Return the Task WAL of the session's ``n``-th main run."""
+    return where.project / ".clew" / "tasks" / sid / f"{sid}_brain_r{n}.wal.jsonl"

@@ -4,7 +4,6 @@ kill-mid-demo → resume → verify → replay round trip through real processes
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -13,8 +12,10 @@ import pytest
 import structlog
 from _cli_helpers import (
     Where,
+    copy_where,
     count_events,
     invoke,
+    main_wal,
     reseal,
     run_process,
     script_model,
@@ -45,21 +46,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Where, str]:
 def demo_copy(recorded: tuple[Where, str], tmp_path: Path) -> tuple[Where, str]:
     """A private copy of the recorded demo (home and project) that a test may change."""
     where, sid = recorded
-    copy = Where(tmp_path / "home", tmp_path / "project")
-    shutil.copytree(where.home, copy.home)
-    shutil.copytree(where.project, copy.project)
-    return copy, sid
-
-
-@pytest.fixture
-def empty(tmp_path: Path) -> Where:
-    where = Where(tmp_path / "home", tmp_path / "project")
-    where.project.mkdir()
-    return where
-
-
-def _wal(where: Where, sid: str) -> Path:
-    return where.project / ".clew" / "tasks" / sid / f"{sid}_brain_r1.wal.jsonl"
+    return copy_where(where, tmp_path), sid
 
 
 # --- demo and run -----------------------------------------------------------------------
@@ -224,7 +211,7 @@ def test_tasks_json_has_the_dag_and_the_wal_status(recorded: tuple[Where, str]) 
     assert TASK_IDS == [t["id"] for t in doc["tasks"]]
     assert {"completed"} == {t["status"] for t in doc["tasks"]}
     assert ["w1"] == next(t["deps"] for t in doc["tasks"] if t["id"] == "w2")
-    assert (str(_wal(where, sid)), False) == (doc["wal"]["path"], doc["wal"]["truncated_tail"])
+    assert (str(main_wal(where, sid)), False) == (doc["wal"]["path"], doc["wal"]["truncated_tail"])
     assert doc["wal"]["lines"] > 0
 
 
@@ -232,7 +219,7 @@ def test_tasks_reports_a_torn_wal_tail_without_touching_the_file(
     demo_copy: tuple[Where, str],
 ) -> None:
     where, sid = demo_copy
-    wal = _wal(where, sid)
+    wal = main_wal(where, sid)
     with wal.open("ab") as f:
         f.write(b'{"seq": 99, "torn')
     before = wal.read_bytes()
@@ -320,7 +307,7 @@ def test_verify_finds_a_tampered_table_and_exits_1(demo_copy: tuple[Where, str])
 
 def test_verify_finds_a_corrupt_task_wal_and_exits_1(demo_copy: tuple[Where, str]) -> None:
     where, sid = demo_copy
-    wal = _wal(where, sid)
+    wal = main_wal(where, sid)
     lines = wal.read_bytes().split(b"\n")
     lines[2] = b"this is not json"
     wal.write_bytes(b"\n".join(lines))
@@ -550,7 +537,7 @@ def test_library_logs_go_to_stderr_so_json_stdout_stays_one_document(
     demo_copy: tuple[Where, str],
 ) -> None:
     where, sid = demo_copy
-    with _wal(where, sid).open("ab") as f:
+    with main_wal(where, sid).open("ab") as f:
         f.write(b"torn")
     result = run_process(where, "tasks", sid, "--json", CLEW_LOG_LEVEL="info")
     assert 0 == result.code

@@ -4,7 +4,6 @@ the right exit code, nothing written — and messages that name the real cause."
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,19 +13,20 @@ from pathlib import Path
 import apsw
 import pytest
 import structlog
-from _cli_helpers import CliResult, Where, count_events, invoke, run_process, total_rows
+from _cli_helpers import (
+    CliResult,
+    Where,
+    copy_where,
+    count_events,
+    invoke,
+    run_process,
+    total_rows,
+)
 from _processes import child_env
 
 from eventlog.errors import ECHO_LIMIT, StoreError
 from eventlog.sqlite.store import SQLiteStore
 from eventlog.sqlite.transaction import translate_error
-
-
-@pytest.fixture
-def empty(tmp_path: Path) -> Where:
-    where = Where(tmp_path / "home", tmp_path / "project")
-    where.project.mkdir()
-    return where
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +46,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Where, str]:
 @pytest.fixture
 def interrupted_copy(interrupted: tuple[Where, str], tmp_path: Path) -> tuple[Where, str]:
     where, sid = interrupted
-    copy = Where(tmp_path / "home", tmp_path / "project")
-    shutil.copytree(where.home, copy.home)
-    shutil.copytree(where.project, copy.project)
-    return copy, sid
+    return copy_where(where, tmp_path), sid
 
 
 def _refused(result: CliResult, fragment: str) -> str:

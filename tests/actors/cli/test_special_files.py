@@ -9,14 +9,13 @@ project, ``--model scripted:/dev/zero``: each used to hang or grow without bound
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import structlog
-from _cli_helpers import Where, invoke, run_process
+from _cli_helpers import Where, copy_where, invoke, main_wal, run_process
 
 
 @pytest.fixture(scope="module")
@@ -34,21 +33,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Where, str]:
 @pytest.fixture
 def demo_copy(recorded: tuple[Where, str], tmp_path: Path) -> tuple[Where, str]:
     where, sid = recorded
-    copy = Where(tmp_path / "home", tmp_path / "project")
-    shutil.copytree(where.home, copy.home)
-    shutil.copytree(where.project, copy.project, symlinks=True)
-    return copy, sid
-
-
-@pytest.fixture
-def empty(tmp_path: Path) -> Where:
-    where = Where(tmp_path / "home", tmp_path / "project")
-    where.project.mkdir()
-    return where
-
-
-def _wal(where: Where, sid: str) -> Path:
-    return where.project / ".clew" / "tasks" / sid / f"{sid}_brain_r1.wal.jsonl"
+    return copy_where(where, tmp_path, symlinks=True), sid
 
 
 def _fifo(wal: Path) -> None:
@@ -69,7 +54,7 @@ def test_tasks_and_verify_report_a_special_wal_at_once_instead_of_hanging(
     demo_copy: tuple[Where, str], make: Callable[[Path], None], reason: str
 ) -> None:
     where, sid = demo_copy
-    wal = _wal(where, sid)
+    wal = main_wal(where, sid)
     make(wal)
 
     tasks = run_process(where, "tasks", sid)  # a hang fails the 60 s communicate()
@@ -85,7 +70,7 @@ def test_resume_with_a_wal_symlinked_outside_leaves_the_target_uncut(empty: Wher
     killed = run_process(empty, "demo", "--workers", "1", CLEW_FAULT_KILL_AFTER_EVENTS="30")
     assert -signal.SIGKILL == killed.code
     sid = killed.out.split()[1]
-    wal = _wal(empty, sid)
+    wal = main_wal(empty, sid)
     outside = empty.project.parent / "outside.wal.jsonl"
     outside.write_bytes(wal.read_bytes() + b'{"seq":99,"torn')
     before = outside.read_bytes()

@@ -75,13 +75,6 @@ RULES = [
 ]
 
 
-@pytest.fixture
-def empty(tmp_path: Path) -> Where:
-    where = Where(tmp_path / "home", tmp_path / "project")
-    where.project.mkdir()
-    return where
-
-
 def team_dir(tmp_path: Path, text: str = TEAM) -> Path:
     """Write the team file (and the module its references import) to a directory."""
     folder = tmp_path / "team"
