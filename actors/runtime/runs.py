@@ -66,14 +66,8 @@ def run_session(
     settings: RunSettings | None = None,
     team: Team | None = None,
 ) -> RunOutcome:
-    """Run one main run (route → workers → primary → review) and return its outcome.
-
-    Raises:
-        UsageError: the prompt is empty.
-        TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
-        NeedsResume: the session has an interrupted run.
-        SessionBusy: a live process owns the session.
-    """
+    """Run one main run of ``session_id``: the work behind :meth:`Session.run`, whose
+    docstring lists the arguments and the errors (one list, kept in one place)."""
     sid = session_id
     check_prompt(prompt)
     settings = settings or engine.settings
