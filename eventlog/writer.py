@@ -27,6 +27,8 @@ log = structlog.get_logger("clew.writer")
 
 #: Called after each commit with (events committed so far in total, this batch's events).
 CommitHook = Callable[[int, list[StoredEvent]], None]
+#: Called after each commit with the batch's stored events, in ``seq`` order per session.
+CommitListener = Callable[[list[StoredEvent]], None]
 
 
 class Wake(msgspec.Struct, frozen=True, tag="wake"):
@@ -91,6 +93,31 @@ class CommitFuture:
 Item = tuple[AppendRequest, CommitFuture]
 
 
+class _Listeners:
+    """The commit listeners of one writer: copy-on-write, so notifying takes no lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.active: tuple[CommitListener, ...] = ()
+
+    def add(self, listener: CommitListener) -> Callable[[], None]:
+        with self._lock:
+            self.active = (*self.active, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self.active = tuple(x for x in self.active if x is not listener)
+
+        return remove
+
+    def notify(self, committed: list[StoredEvent]) -> None:
+        for listener in self.active:
+            try:
+                listener(committed)
+            except Exception as e:  # a watcher's bug must never stop the writer
+                log.error("commit_listener_failed", error=repr(e))
+
+
 class _WriterActor(pykka.ThreadingActor):
     """The actor body; use :class:`Writer` rather than this class."""
 
@@ -107,8 +134,10 @@ class _WriterActor(pykka.ThreadingActor):
         resolved: threading.Condition,
         max_batch: int,
         after_commit: CommitHook | None,
+        listeners: _Listeners,
     ) -> None:
         super().__init__()
+        self._listeners = listeners
         self._store = store
         self._pending = pending
         self._wake_flag = wake_flag
@@ -180,6 +209,10 @@ class _WriterActor(pykka.ThreadingActor):
                 # Runs after COMMIT returned and before any caller learns of it: the
                 # crash tests kill the process here ("right after the k-th commit").
                 self._after_commit(self._committed, committed)
+            if committed and self._listeners.active:
+                # Before the callers learn of the commit: a run's watcher sees an event
+                # before the run goes on, so it never sees a later one first.
+                self._listeners.notify(committed)
             self._settle(batch, results)
 
 
@@ -209,11 +242,29 @@ class Writer:
         self._lock = threading.Lock()
         self._read_only = read_only
         self._ref: pykka.ActorRef[Any] | None = None
+        self._listeners = _Listeners()
         if not read_only:
             self._ref = _WriterActor.start(
-                store, self._pending, self._wake_flag, self._resolved, max_batch, after_commit
+                store,
+                self._pending,
+                self._wake_flag,
+                self._resolved,
+                max_batch,
+                after_commit,
+                self._listeners,
             )
         self._stopped = read_only
+
+    def subscribe(self, listener: CommitListener) -> Callable[[], None]:
+        """Call ``listener`` after every commit with the committed events; return the
+        function that unsubscribes it.
+
+        The listener runs on the writer's thread, after the commit and before any caller
+        learns of it: it must be quick (put the events on a queue) and never block. An
+        exception from it is logged and ignored. With no listener, a commit costs nothing
+        more.
+        """
+        return self._listeners.add(listener)
 
     def submit(self, request: AppendRequest) -> CommitFuture:
         """Queue ``request``; the future resolves with its stored events after the commit."""

@@ -8,6 +8,7 @@ only map these shapes to and from their wire formats.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -82,6 +83,68 @@ class Model(Protocol):
         Raises:
             ModelError: the call failed (after the adapter's own retries, if any).
         """
+        ...
+
+
+class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
+    """A piece of a model's reply text as it streams. Ephemeral: never recorded.
+
+    ``call_index`` and ``attempt`` are those of the call's ``model_requested``: a
+    retried attempt streams again from its start, so a consumer showing text keyed by
+    ``(agent_id, call_index)`` restarts it when ``attempt`` changes.
+    """
+
+    agent_id: str
+    run_id: str
+    call_index: int
+    attempt: int
+    text: str
+
+
+#: What a streaming model yields: text pieces as they arrive, then, last, the whole
+#: :class:`ModelResponse` — the very response ``complete`` would have returned.
+StreamItem = str | ModelResponse
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream its reply (the runtime uses it when someone watches)."""
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Yield the reply's text pieces, then the complete ``ModelResponse`` (last item).
+
+        The response must equal what :meth:`Model.complete` returns for ``request``:
+        the recorded events are the same whether the call streamed or not.
+
+        Raises:
+            ModelError: the call failed. Raised after text was yielded (the stream
+                was cut), the runtime records the failed attempt and asks the same
+                model once more, as the next attempt.
+        """
+        ...
+
+
+@runtime_checkable
+class AsyncModel(Protocol):
+    """An ``async`` model client; the runtime accepts it wherever a ``Model`` goes.
+
+    The actors stay threads: a call is run on the event loop the run was started from
+    (``Session.arun``/``astream``), else on a loop thread of the runtime's own.
+    """
+
+    name: str
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """Answer ``request`` (same contract as :meth:`Model.complete`)."""
+        ...
+
+
+@runtime_checkable
+class AsyncStreamingModel(AsyncModel, Protocol):
+    """An ``async`` model that can also stream (same contract as :class:`StreamingModel`)."""
+
+    def astream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Yield text pieces, then the complete ``ModelResponse``."""
         ...
 
 
