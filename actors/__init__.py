@@ -37,7 +37,8 @@ from actors.replay.diff import FieldDiff
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.faults import FaultPlan
-from actors.runtime.runtime import Runtime, Session, SessionInfo
+from actors.runtime.runtime import Runtime, Session
+from actors.runtime.status import SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
     ArtifactRefBlock,

@@ -19,7 +19,7 @@ class NothingToResume(Refused):
 
 
 class SessionBusy(Refused):
-    """Another live process (or runtime) owns the session right now."""
+    """Another live process (or runtime, or thread of this process) owns the session now."""
 
 
 class TaskWalUnavailable(Refused):
@@ -29,6 +29,11 @@ class TaskWalUnavailable(Refused):
 
 class UsageError(Refused):
     """Bad input to a command or API call: one sentence for the user, nothing written."""
+
+
+class AmbiguousId(UsageError):
+    """An id prefix matches more than one session, run, node or agent (the message lists
+    the candidates)."""
 
 
 class ScriptError(Refused, ValueError):

@@ -7,14 +7,14 @@ from typing import Annotated
 import msgspec
 import typer
 
-from actors.cli import render
+from actors.cli import ids, render
 from actors.cli.app import app
 from actors.cli.options import (
     Home,
     Json,
     Project,
-    SessionArg,
     TeamOption,
+    Where,
     home_exists,
     open_runtime,
     open_session,
@@ -24,52 +24,123 @@ from actors.cli.output import exit_with, print_json, stderr_is_tty
 from actors.cli.team_file import load_team
 from actors.errors import UsageError
 from actors.replay.recording import RecordedModel, session_tools
+from actors.replay.report import ReplayReport
+from actors.runtime.runtime import Runtime
 from actors.runtime.verify import VerifyReport
+
+AllOption = Annotated[bool, typer.Option("--all", help="every session of the home")]
+AllowEmpty = Annotated[
+    bool,
+    typer.Option("--allow-empty", help="with --all: a home without sessions passes (exit 0)"),
+]
+
+
+def one_or_all(session: str | None, all_: bool) -> None:
+    """Refuse neither or both of SESSION and ``--all``."""
+    if (session is None) == (not all_):
+        raise UsageError("give one SESSION or --all" + (", not both" if all_ else ""))
+
+
+def every_session(rt: Runtime | None, where: Where, what: str, *, allow_empty: bool) -> list[str]:
+    """Return the ids of every session of the home (oldest first) for ``--all``.
+
+    Raises:
+        UsageError: there is none and ``allow_empty`` is not set: a typo in ``--home``
+            must not pass a CI job that checks nothing.
+    """
+    ids = [] if rt is None else [r.session_id for r in rt.store.list_sessions()]
+    if not ids and not allow_empty:
+        raise UsageError(
+            f"no sessions in the clew home {where.home}: nothing to {what} (is --home right?"
+            " --allow-empty accepts an empty home)"
+        )
+    return ids
 
 
 @app.command()
 def replay(
-    session: SessionArg,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SESSION]", autocompletion=ids.complete_session, show_default=False
+        ),
+    ] = None,
+    all_: AllOption = False,
+    allow_empty: AllowEmpty = False,
     team_file: TeamOption = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
 ) -> None:
-    """Re-execute the session against its recording: exit 0 identical, 1 diverged.
+    """Re-execute a session (or --all) against its recording: exit 0 identical, 1 diverged.
 
     With ``--team FILE`` the runs use that team instead of the recorded one: a changed
     instruction diverges with a diff of the text. Its tools and models are stand-ins.
     """
     where = where_from(home, project)
-    with (
-        open_session(where, session) as (rt, row),
-        render.progress_bar(stderr_is_tty() and not as_json, "replaying runs") as progress,
-    ):
+    one_or_all(session, all_)
+    if session is not None:
+        with open_session(where, session) as (rt, row):
+            report = _replay_one(rt, row.session_id, team_file, show=not as_json)
+        if as_json:
+            print_json(report.to_json())
+        else:
+            print("\n".join(render.replay_lines(report)))
+        exit_with(0 if report.identical else 1)
+        return
+    reports = _replay_all(where, team_file, allow_empty=allow_empty)
+    identical = all(r.identical for r in reports)
+    if as_json:
+        print_json({"identical": identical, "sessions": [r.to_json() for r in reports]})
+    else:
+        for report in reports:
+            print("\n".join(f"{report.session_id}: {line}" for line in render.replay_lines(report)))
+        diverged = sum(1 for r in reports if not r.identical)
+        verdict = "identical" if identical else f"{diverged} diverged"
+        print(f"{len(reports)} sessions replayed: {verdict}")
+    exit_with(0 if identical else 1)
+
+
+def _replay_all(where: Where, team_file: str | None, *, allow_empty: bool) -> list[ReplayReport]:
+    """Replay every session of the home, oldest first (refused when there is none)."""
+    if not home_exists(where):  # a read never creates a home
+        every_session(None, where, "replay", allow_empty=allow_empty)
+        return []
+    rt = open_runtime(where)
+    try:
+        sids = every_session(rt, where, "replay", allow_empty=allow_empty)
+        return [_replay_one(rt, sid, team_file, show=False) for sid in sids]
+    finally:
+        rt.close()
+
+
+def _replay_one(rt: Runtime, sid: str, team_file: str | None, *, show: bool) -> ReplayReport:
+    """Replay one session (with the team of ``team_file`` if given)."""
+    with render.progress_bar(show and stderr_is_tty(), "replaying runs") as progress:
         team = None
         if team_file is not None:
-            tools = session_tools(rt.store, row.session_id)
+            tools = session_tools(rt.store, sid)
             team = load_team(team_file, tools=tools, build_model=RecordedModel)
-        report = rt.replay(row.session_id, team=team, progress=progress)
-    if as_json:
-        print_json(report.to_json())
-    else:
-        for line in render.replay_lines(report):
-            print(line)
-    exit_with(0 if report.identical else 1)
+        return rt.replay(sid, team=team, progress=progress)
 
 
 @app.command()
 def verify(
-    session: Annotated[str | None, typer.Argument(metavar="[SESSION]")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="verify every session")] = False,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SESSION]", autocompletion=ids.complete_session, show_default=False
+        ),
+    ] = None,
+    all_: AllOption = False,
+    allow_empty: AllowEmpty = False,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
 ) -> None:
     """Rebuild projections from events, compare with the tables, replay every Task WAL."""
     where = where_from(home, project)
-    if (session is None) == (not all_):
-        raise UsageError("give one SESSION or --all" + (", not both" if all_ else ""))
+    one_or_all(session, all_)
     show = stderr_is_tty() and not as_json
     if session is not None:
         with open_session(where, session) as (rt, row):
@@ -77,11 +148,13 @@ def verify(
     elif home_exists(where):
         rt = open_runtime(where)
         try:
+            every_session(rt, where, "verify", allow_empty=allow_empty)
             with render.progress_bar(show, "verifying sessions") as progress:
                 report = rt.verify(progress=progress)
         finally:
             rt.close()
     else:  # a read never creates a home: nothing to verify
+        every_session(None, where, "verify", allow_empty=allow_empty)
         report = VerifyReport(ok=True, sessions=[])
     if as_json:
         print_json(msgspec.to_builtins(report))

@@ -18,17 +18,18 @@ from typing import Annotated, Final
 import msgspec
 import typer
 
-from actors.cli.output import clipped, quoted
+from actors.cli import ids
+from actors.cli.output import clipped
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime, home_from_env
 from eventlog.errors import StoreError
-from eventlog.ids import qualified, validate_session_id
+from eventlog.ids import validate_session_id
 from eventlog.records import SessionRow
 from eventlog.taskwal import WAL_SUFFIX
 
 #: The commands that only read a home: they open it read-only.
 READ_COMMANDS: Final = frozenset(
-    {"sessions", "show", "timeline", "tasks", "export", "verify", "replay"}
+    {"sessions", "show", "timeline", "tasks", "export", "verify", "replay", "usage"}
 )
 
 
@@ -60,7 +61,14 @@ Project = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="print one JSON document and nothing else")]
-SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="a session id")]
+SessionArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="SESSION",
+        help="a session id, a unique prefix of one, or 'last' (the newest)",
+        autocompletion=ids.complete_session,
+    ),
+]
 SessionOption = Annotated[
     str | None,
     typer.Option(
@@ -198,32 +206,28 @@ def home_exists(where: Where) -> bool:
 
 @contextmanager
 def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, SessionRow]]:
-    """Open the home and read the session; refuse before anything is created or written."""
+    """Open the home and read the session ``session_id`` names (an id, a unique prefix,
+    ``last``: see :mod:`actors.cli.ids`); refuse before anything is created or written."""
     sid = validate_session_id(session_id)
     if not home_exists(where):
         raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
     rt = open_runtime(where)
     try:
-        yield rt, rt.store.read_session(sid)
+        yield rt, rt.store.read_session(ids.resolve_session(rt.store, sid))
     finally:
         rt.close()
 
 
 def resolve_run(rt: Runtime, sid: str, run: str) -> str:
-    """Accept a full run id or one relative to the session (``brain:r1``).
+    """Accept a full run id, one relative to the session (``brain:r1``) or a unique prefix.
 
     Raises:
-        UsageError: the session has no such run.
+        UsageError: the session has no such run (``AmbiguousId``: several match).
     """
-    known = {r.run_id for r in rt.store.read_runs(sid)}
-    for candidate in (run, qualified(sid, run)):
-        if candidate in known:
-            return candidate
-    raise UsageError(f"session {sid} has no run {quoted(run)}")
+    return ids.resolve_run(rt.store, sid, run)
 
 
 def resolve_node(rt: Runtime, sid: str, node: str) -> str:
-    """Accept a full node id or one relative to the session (``brain:r1:n2``)."""
-    known = {n.node_id for n in rt.store.read_nodes(sid)}
-    full = qualified(sid, node)
-    return full if node not in known and full in known else node
+    """Accept a full node id, one relative to the session (``brain:r1:n2``) or a unique
+    prefix; an unknown one is returned as typed (the command refuses it)."""
+    return ids.resolve_node(rt.store, sid, node)

@@ -3,14 +3,18 @@ a home and moving a session's active node."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Annotated
 
 import msgspec
 import typer
 
-from actors.cli import render
+from actors.cli import ids, render
 from actors.cli.app import app
 from actors.cli.docs import event_row, tasks_doc, tree_doc
 from actors.cli.options import (
@@ -27,11 +31,15 @@ from actors.cli.options import (
     where_from,
 )
 from actors.cli.output import print_json, print_json_stream, quoted
+from actors.cli.pager import paged
+from actors.cli.render import short
+from actors.cli.show import ShowOptions, TreeView
+from actors.cli.timeline_rows import print_timeline, timeline_layout
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 from actors.tasks.inspect import inspect_wals
 from eventlog.events import EVENT_TYPES
-from eventlog.records import SessionRow
+from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_switch_target
 
 
@@ -61,28 +69,62 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
     render.make_console().print(render.sessions_table(infos, scenarios))
 
 
-def print_tree(rt: Runtime, sid: str) -> None:
+def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> None:
+    """Print the node tree of ``sid`` as :mod:`actors.cli.show` lays it out."""
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
     out = render.make_console()
-    out.print(
-        f"node tree of {sid} ({len(tree)} nodes; [bold green]▶[/bold green] active path,"
-        " [yellow]⑂[/yellow] branch)"
-    )
-    for t in render.node_trees(tree, sid):
-        out.print(t)
+    header = render.tree_header(sid, row, tree, main_runs=len(rt.main_runs(sid)))
+    options = options or ShowOptions()
+    if options.height is None and out.is_terminal and not options.expand_all:
+        options = msgspec.structs.replace(options, height=out.size.height - len(header) - 2)
+    view = TreeView(sid, tree, lambda r: render.excerpt(r.content), options, fork_points(rt, row))
+    for line in [*header, *(line.text for line in view.layout())]:
+        out.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+
+
+def fork_points(rt: Runtime, row: SessionRow) -> dict[str, str]:
+    """Return the session's nodes another agent or session was forked from, and by whom."""
+    sid = row.session_id
+    points = {
+        a.fork_from_node_id: f"agent {short(sid, a.agent_id)} forked here"
+        for a in rt.store.read_agents(sid)
+        if a.fork_from_node_id
+    }
+    for other in rt.store.list_sessions():
+        node = getattr(other, "fork_from_node_id", None) or other.metadata.get("fork_from_node_id")
+        if other.parent_session_id == sid and isinstance(node, str):
+            points[node] = f"session {other.session_id} forked here"
+    return points
 
 
 @app.command()
 def show(
-    session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
+    session: SessionArg,
+    expand_all: Annotated[
+        bool, typer.Option("--all", help="expand every run and worker (nothing folded)")
+    ] = False,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run", metavar="RUN", help="only this run, expanded (id, brain:r1, prefix)"),
+    ] = None,
+    depth: Annotated[
+        int | None,
+        typer.Option(
+            "--depth", metavar="N", min=0, help="side branches shown N levels deep (default: all)"
+        ),
+    ] = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
 ) -> None:
-    """Show the node tree: every root, branches visible, the active path highlighted."""
+    """Show the node tree: chains flat, runs folded, the active path and node visible."""
     where = where_from(home, project)
     with open_session(where, session) as (rt, row):
         sid = row.session_id
+        run = resolve_run(rt, sid, run_id) if run_id is not None else None
         if not as_json:
-            print_tree(rt, sid)
+            print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
         print_json(tree_doc(sid, tree, render.excerpt))
@@ -92,38 +134,94 @@ def show(
 def timeline(
     session: SessionArg,
     run_id: Annotated[
-        str | None, typer.Option("--run", metavar="RUN", help="only this run (full id or brain:r1)")
+        str | None,
+        typer.Option("--run", metavar="RUN", help="only this run (id, brain:r1, prefix)"),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", metavar="AGENT", help="only this agent's events")
     ] = None,
     types: Annotated[
         list[str] | None,
         typer.Option("--type", metavar="TYPE", help="only this event type (repeatable)"),
     ] = None,
+    since: Annotated[
+        int, typer.Option("--since", metavar="SEQ", min=0, help="only events after seq SEQ")
+    ] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", metavar="N", min=1, help="at most N events")
+    ] = None,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="never page the table")] = False,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
+    as_jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="stream JSON lines, one event each (large sessions)")
+    ] = False,
 ) -> None:
-    """List the session's events in seq order."""
+    """List the session's events in seq order (paged on a terminal)."""
     where = where_from(home, project)
     unknown = sorted(set(types or []) - set(EVENT_TYPES))
     if unknown:
         known = ", ".join(sorted(EVENT_TYPES))
         raise UsageError(f"unknown event type {quoted(unknown[0])}; known: {known}")
+    if as_json and as_jsonl:
+        raise UsageError("give --json (one document) or --jsonl (JSON lines), not both")
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         run = resolve_run(rt, sid, run_id) if run_id is not None else None
+        who = ids.resolve_agent(rt.store, sid, agent) if agent is not None else None
         wanted = set(types) if types else None
         # Streamed from one cursor: the first rows print at once, memory stays flat.
-        events = (
+        stream = rt.store.iter_events(sid)
+        picked = (
             e
-            for e in rt.store.iter_events(sid)
-            if (run is None or e.run_id == run) and (wanted is None or e.event_type in wanted)
+            for e in stream
+            if e.seq > since
+            and (run is None or e.run_id == run)
+            and (who is None or e.agent_id == who)
+            and (wanted is None or e.event_type in wanted)
         )
-        if as_json:
-            print_json_stream({"session_id": sid}, "events", map(event_row, events))
-            return
-        runs = [r.run_id for r in rt.store.read_runs(sid)]
-        render.print_timeline(
-            sid, events, render.timeline_layout(sid, runs, rt.store.count_events(sid))
+        events = picked if limit is None else islice(picked, limit)
+        try:
+            _print_events(rt, sid, events, as_json=as_json, as_jsonl=as_jsonl, page=not no_pager)
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:  # --limit stops early: give the store's cursor back now
+                close()
+
+
+def _print_events(
+    rt: Runtime,
+    sid: str,
+    events: Iterator[StoredEvent],
+    *,
+    as_json: bool,
+    as_jsonl: bool,
+    page: bool,
+) -> None:
+    """Print the timeline's events as the table (paged on a terminal), JSON or JSON lines."""
+    if as_jsonl:
+        encode = msgspec.json.Encoder().encode
+        write = sys.stdout.write
+        for e in events:
+            write(encode(event_row(e)).decode() + "\n")
+        sys.stdout.flush()
+        return
+    if as_json:
+        print_json_stream({"session_id": sid}, "events", map(event_row, events))
+        return
+    layout = timeline_layout(
+        sid, (r.run_id for r in rt.store.read_runs(sid)), rt.store.count_events(sid)
+    )
+    with paged(page) as out:
+        terminal = out is not sys.stdout or sys.stdout.isatty()
+        print_timeline(
+            sid,
+            events,
+            layout,
+            out=out,
+            color=terminal and "NO_COLOR" not in os.environ,
+            width=shutil.get_terminal_size().columns if terminal else None,
         )
 
 

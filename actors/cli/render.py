@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from rich.text import Text
-from rich.tree import Tree
 
+# The timeline's rows moved to their own module; their names stay importable from here.
+from actors.cli.timeline_rows import (  # noqa: F401
+    TIMELINE_CHUNK,
+    TimelineLayout,
+    print_timeline,
+    timeline_layout,
+)
 from actors.replay.report import ReplayReport
-from actors.runtime.runtime import SessionInfo
+from actors.runtime.status import SessionInfo
 from actors.tasks.changes import TaskWalReport
 from eventlog.blocks import (
     ArtifactRefBlock,
@@ -31,9 +35,8 @@ from eventlog.blocks import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from eventlog.events import EVENT_TYPES
 from eventlog.ids import relative, task_of
-from eventlog.records import StoredEvent
+from eventlog.records import SessionRow
 from projections.taskdag import Task
 from projections.tree import NodeTree
 
@@ -93,22 +96,40 @@ def excerpt(content: Sequence[ContentBlock]) -> str:
 # --- sessions ---------------------------------------------------------------------------
 
 
+_SESSION_STYLE = {
+    "completed": "green",
+    "running": "yellow",
+    "interrupted": "bold red",
+    "waiting": "cyan",
+    "failed": "red",
+    "cancelled": "dim",
+}
+
+
 def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> Table:
-    """Return the ``clew sessions`` table."""
+    """Return the ``clew sessions`` table: full ids (never cut: a shown id must be
+    typeable), the derived status, main runs, events and the last activity."""
     table = Table(title=f"{len(infos)} sessions", title_justify="left")
-    for col in ("session", "status", "scenario", "created", "updated", "runs", "events", "state"):
-        table.add_column(col, justify="right" if col in ("runs", "events") else "left")
+    table.add_column(
+        "session", no_wrap=True, min_width=max([7, *(len(i.session_id) for i in infos)])
+    )
+    table.add_column("status", no_wrap=True)
+    table.add_column("scenario", overflow="ellipsis", max_width=16)
+    for col in ("runs", "events"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for col in ("last activity", "created"):
+        table.add_column(col, no_wrap=True)
     for i in infos:
-        state = "[red]interrupted[/red]" if i.interrupted else ""
+        style = _SESSION_STYLE.get(i.status, "white")
+        archived = " [dim](archived)[/dim]" if i.lifecycle == "archived" else ""
         table.add_row(
             i.session_id,
-            i.status,
-            scenarios.get(i.session_id, ""),
-            i.created_at[:19].replace("T", " "),
-            i.updated_at[:19].replace("T", " "),
+            f"[{style}]{escape(i.status)}[/{style}]{archived}",
+            escape(scenarios.get(i.session_id, "")),
             str(i.runs),
             str(i.events),
-            state,
+            i.updated_at[:19].replace("T", " "),
+            i.created_at[:19].replace("T", " "),
         )
     return table
 
@@ -116,39 +137,22 @@ def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> T
 # --- node tree --------------------------------------------------------------------------
 
 
-def node_trees(tree: NodeTree, sid: str) -> list[Tree]:
-    """Return one rich tree per root; the active path is bold green and marked ``▶``.
-
-    The Brain's conversation is the first root; every worker's isolated context is a root
-    of its own. Branches show as siblings.
-    """
-    active = set(tree.active_path_ids())
-    out: list[Tree] = []
-    for root in tree.roots():
-        top = Tree(_label(tree, sid, root, root in active, tree.active_node_id))
-        stack: list[tuple[Tree, str]] = [(top, root)]
-        while stack:  # iterative: a deep session must not hit the recursion limit
-            parent, nid = stack.pop()
-            children = tree.children(nid)
-            branch = len(children) > 1
-            for child in children:
-                label = _label(tree, sid, child, child in active, tree.active_node_id)
-                if branch:
-                    label = "[yellow]⑂[/yellow] " + label
-                stack.append((parent.add(label), child))
-        out.append(top)
-    return out
-
-
-def _label(tree: NodeTree, sid: str, nid: str, on_path: bool, active_id: str | None) -> str:
-    row = tree.row(nid)
-    text = escape(excerpt(row.content))
-    head = f"{escape(short(sid, nid))} [dim]{row.role}/{row.node_type}[/dim]"
-    if nid == active_id:
-        return f"[bold green]▶ {head}[/bold green] {text} [bold green](active)[/bold green]"
-    if on_path:
-        return f"[bold green]▶ {head}[/bold green] {text}"
-    return f"  {head} {text}"
+def tree_header(sid: str, row: SessionRow, tree: NodeTree, *, main_runs: int) -> list[str]:
+    """Return the lines above ``clew show``'s tree: counts, the active node, the legend."""
+    active = tree.active_node_id
+    where = "no active node"
+    if active is not None and active in tree:
+        node = tree.row(active)
+        kind = f"{node.role}/{node.node_type}"
+        where = f"active [bold green]{escape(short(sid, active))}[/bold green] {kind}"
+    forked = ""
+    if row.parent_session_id:
+        forked = f" · forked from {escape(row.parent_session_id)}"
+    return [
+        f"[bold]{sid}[/bold] · {len(tree):,} nodes · {main_runs} runs · {where}{forked}",
+        "[dim][green]▶[/green] active path  ▸ folded run  [yellow]⑂[/yellow] branch point"
+        "  ◆ compaction  ⑃ fork · --all expands, --run RUN shows one run, --depth N[/dim]",
+    ]
 
 
 # --- tasks ------------------------------------------------------------------------------
@@ -182,87 +186,7 @@ def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
     return table
 
 
-# --- timeline ---------------------------------------------------------------------------
-
-
-#: Rows printed per write: the first page shows after this many events are read, and the
-#: memory held never grows with the session (a 100k-event table took 73 s and 544 MB when
-#: it was one rich ``Table``, which measures every cell before printing any).
-TIMELINE_CHUNK = 200
-_LEVEL_STYLE = {"warning": "yellow", "error": "red"}
-
-
-class TimelineLayout(NamedTuple):
-    """Column widths of the streamed timeline, known before the first row is read."""
-
-    seq: int
-    run: int
-    event: int
-
-
-def timeline_layout(sid: str, run_ids: Iterable[str], last_seq: int) -> TimelineLayout:
-    """Return the widths: seq and ``#`` from the last seq, run from the session's runs."""
-    return TimelineLayout(
-        seq=max(3, len(str(last_seq))),
-        run=max([3, *(len(short(sid, r)) for r in run_ids)]),
-        event=max(len(t) for t in EVENT_TYPES),
-    )
-
-
-def _timeline_cells(sid: str, e: StoredEvent, w: TimelineLayout) -> tuple[str, str, str]:
-    """Return one row as (before the event type, the padded event type, after it)."""
-    run_seq = "" if e.run_seq is None else str(e.run_seq)
-    head = (
-        f"{e.seq:>{w.seq}}  {e.created_at[11:23]:<12}  {short(sid, e.run_id):<{w.run}}"
-        f"  {run_seq:>{w.seq}}  "
-    )
-    return head, f"{e.event_type:<{w.event}}", f"  {short(sid, e.node_id or e.tool_call_id)}"
-
-
-def print_timeline(sid: str, events: Iterable[StoredEvent], layout: TimelineLayout) -> int:
-    """Print events by seq as aligned rows, :data:`TIMELINE_CHUNK` at a time; return how many.
-
-    Off a terminal the rows are plain text; on one, warnings and errors are coloured.
-    """
-    w = layout
-    header = (
-        f"{'seq':>{w.seq}}  {'time':<12}  {'run':<{w.run}}  {'#':>{w.seq}}"
-        f"  {'event':<{w.event}}  node / tool call"
-    )
-    console = make_console() if sys.stdout.isatty() else None
-    if console is None:
-        sys.stdout.write(header + "\n")
-    else:
-        console.print(Text(header, style="bold"), soft_wrap=True)
-    count = 0
-    chunk: list[StoredEvent] = []
-    for e in events:
-        chunk.append(e)
-        if len(chunk) == TIMELINE_CHUNK:
-            _write_rows(sid, chunk, w, console)
-            count += len(chunk)
-            chunk.clear()
-    _write_rows(sid, chunk, w, console)
-    count += len(chunk)
-    sys.stdout.write(f"{count} events\n")
-    sys.stdout.flush()
-    return count
-
-
-def _write_rows(
-    sid: str, rows: Sequence[StoredEvent], w: TimelineLayout, console: Console | None
-) -> None:
-    if console is None:
-        sys.stdout.write("".join("".join(_timeline_cells(sid, e, w)) + "\n" for e in rows))
-        sys.stdout.flush()
-        return
-    text = Text()
-    for e in rows:
-        head, event, tail = _timeline_cells(sid, e, w)
-        text.append(head)
-        text.append(event, style=_LEVEL_STYLE.get(e.level, ""))
-        text.append(tail + "\n")
-    console.print(text, end="", soft_wrap=True)
+# --- timeline: rows in actors/cli/timeline_rows.py (the names stay importable here) -----
 
 
 # --- replay ------------------------------------------------------------------

@@ -20,7 +20,6 @@ from actors.cli.options import (
     SessionOption,
     TeamOption,
     Where,
-    home_exists,
     open_runtime,
     open_session,
     where_from,
@@ -46,7 +45,6 @@ from actors.runtime.runs import check_prompt
 from actors.runtime.runtime import Runtime, Session
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
-from eventlog.ids import validate_session_id
 
 
 @app.command()
@@ -165,11 +163,10 @@ def _check_run_input(where: Where, prompt: str, specs: list[str], base_url: str 
 
 
 def _existing_session(where: Where, session_id: str) -> str:
-    """Return the id of the session ``--session`` names; refuse an unknown one."""
-    sid = validate_session_id(session_id)
-    if not home_exists(where):
-        raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
-    return sid
+    """Return the id of the session ``--session`` names (an id, a prefix, ``last``);
+    refuse an unknown one. Read-only: nothing is written before every check passed."""
+    with open_session(msgspec.structs.replace(where, read_only=True), session_id) as (_, row):
+        return row.session_id
 
 
 def _session(rt: Runtime, sid: str | None, recipe: ModelRecipe) -> Session:

@@ -3,5 +3,5 @@
 ``runtime`` (the facade and ``Session``) · ``engine`` (store, writer, locks, task
 managers) · ``runs`` (a new main run) · ``teams`` (a run's team and model chains) ·
 ``replayer`` · ``resume`` · ``verify`` · ``faults`` (the crash-test seam) · ``locks``
-(session ownership).
+(session ownership) · ``status`` (a session's status, derived from its runs).
 """

@@ -11,7 +11,8 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,9 @@ class Engine:
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        #: Sessions with a run executing in this engine, on some thread (:meth:`live_run`).
+        self._live: set[str] = set()
+        self._live_lock = threading.Lock()
         with _OPEN_LOCK:
             _OPEN.add(self)
 
@@ -138,6 +142,29 @@ class Engine:
         lock = self._locks.pop(session_id, None)
         if lock is not None:
             lock.release()
+
+    @contextmanager
+    def live_run(self, session_id: str) -> Iterator[None]:
+        """Mark a run of the session as executing in this engine for the block's duration.
+
+        The owner lock is per process, so a second thread would take it again and find
+        the first thread's run open: without this mark it would call a busy session
+        interrupted (and its ``unlock`` would drop the first thread's lock).
+
+        Raises:
+            SessionBusy: another thread of this process is running the session.
+        """
+        with self._live_lock:
+            if session_id in self._live:
+                raise SessionBusy(
+                    f"session {session_id} is busy: another thread of this process is running it"
+                )
+            self._live.add(session_id)
+        try:
+            yield
+        finally:
+            with self._live_lock:
+                self._live.discard(session_id)
 
     def holds(self, session_id: str) -> bool:
         """True when this engine holds the session's owner lock."""

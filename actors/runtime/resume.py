@@ -107,25 +107,26 @@ def resume(
     started = run_started_of(by_run[run_id])
     inputs = RunInputs.from_metadata(started.metadata)
     roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
-    engine.lock(sid)
-    try:
-        replay_log = ReplayLog()
-        env = engine.env(
-            sid,
-            chains,
-            roster.tools,
-            settings or inputs.settings,
-            recording=by_run,
-            live_allowed=True,
-            replay_log=replay_log,
-            roster=roster,
-        )
-        request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
-        outcome = execute(env, engine.task_manager(sid), request)
-        if outcome.status != "interrupted":  # else the writer may be what failed
-            engine.writer.flush()
-    finally:
-        engine.unlock(sid)
+    with engine.live_run(sid):
+        engine.lock(sid)
+        try:
+            replay_log = ReplayLog()
+            env = engine.env(
+                sid,
+                chains,
+                roster.tools,
+                settings or inputs.settings,
+                recording=by_run,
+                live_allowed=True,
+                replay_log=replay_log,
+                roster=roster,
+            )
+            request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
+            outcome = execute(env, engine.task_manager(sid), request)
+            if outcome.status != "interrupted":  # else the writer may be what failed
+                engine.writer.flush()
+        finally:
+            engine.unlock(sid)
     if replay_log.divergences:
         first = next(iter(replay_log.divergences.values()))
         raise ReplayDivergence(f"resume refused: {first}")

@@ -77,32 +77,33 @@ def run_session(
     expanded = expand_references(prompt, project, engine.store.read_events)
     # The team is resolved (and refused) before anything is written.
     roster, models = team_for_run(team, tools, model, engine.environ)
-    engine.lock(sid)
-    try:
-        row = engine.store.read_session(sid)
-        runs = engine.store.read_runs(sid)
-        if any(r.status in OPEN_RUN_STATUSES for r in runs):
-            raise NeedsResume(
-                f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
+    with engine.live_run(sid):
+        engine.lock(sid)
+        try:
+            row = engine.store.read_session(sid)
+            runs = engine.store.read_runs(sid)
+            if any(r.status in OPEN_RUN_STATUSES for r in runs):
+                raise NeedsResume(
+                    f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
+                )
+            n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
+            inputs = RunInputs(
+                prompt=expanded.prompt,
+                raw_prompt=prompt,
+                create_agent=n == 1,
+                references=expanded.references,
+                models=model_names(models),
+                tools=tool_records(roster.tools),
+                settings=settings,
+                team=roster.record(),
+            ).in_oldest_version()
+            request = RunRequest(
+                run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
             )
-        n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
-        inputs = RunInputs(
-            prompt=expanded.prompt,
-            raw_prompt=prompt,
-            create_agent=n == 1,
-            references=expanded.references,
-            models=model_names(models),
-            tools=tool_records(roster.tools),
-            settings=settings,
-            team=roster.record(),
-        ).in_oldest_version()
-        request = RunRequest(
-            run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
-        )
-        env = engine.env(sid, models, roster.tools, settings, roster=roster)
-        outcome = execute(env, engine.task_manager(sid), request)
-        if outcome.status != "interrupted":  # else the writer may be what failed
-            engine.writer.flush()
-    finally:
-        engine.unlock(sid)
+            env = engine.env(sid, models, roster.tools, settings, roster=roster)
+            outcome = execute(env, engine.task_manager(sid), request)
+            if outcome.status != "interrupted":  # else the writer may be what failed
+                engine.writer.flush()
+        finally:
+            engine.unlock(sid)
     return advise(engine, outcome)

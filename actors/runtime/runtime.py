@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
 from actors.models.storable import check_storable
@@ -29,6 +27,7 @@ from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
+from actors.runtime.status import SessionInfo, session_info
 from actors.runtime.verify import VerifyReport
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
@@ -48,19 +47,6 @@ _SESSION_ID_TRIES = 20
 def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = None) -> Path:
     """Return ``home`` if given, else ``$CLEW_HOME``, else ``~/.clew``."""
     return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
-
-
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """One line of ``Runtime.sessions()``."""
-
-    session_id: str
-    status: str
-    created_at: str
-    updated_at: str
-    interrupted: bool
-    runs: int
-    events: int
-    active_node_id: str | None
 
 
 class Runtime:
@@ -200,20 +186,18 @@ class Runtime:
         return Session(self, sid)
 
     def sessions(self) -> list[SessionInfo]:
-        """Return every session with its run/event counts and interruption flag."""
+        """Return every session with its status, run/event counts and interruption flag."""
         return [self.info(row) for row in self.store.list_sessions()]
 
     def info(self, row: SessionRow) -> SessionInfo:
-        """Return the summary line of the session whose row is ``row``."""
-        return SessionInfo(
-            session_id=row.session_id,
-            status=row.status,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            interrupted=bool(self.interrupted_runs(row.session_id)),
-            runs=len(self.store.read_runs(row.session_id)),
-            events=self.store.count_events(row.session_id),
-            active_node_id=row.active_node_id,
+        """Return the summary line of the session whose row is ``row`` (its status derived
+        by :func:`actors.runtime.status.session_status`)."""
+        sid = row.session_id
+        return session_info(
+            row,
+            self.store.read_runs(sid),
+            owned=self.is_owned(sid),
+            events=self.store.count_events(sid),
         )
 
     def lock(self, session_id: str) -> SessionLock:

@@ -81,7 +81,13 @@ def test_demo_json_is_one_document_with_the_outcome_and_the_replay(
     assert "demo" == info["scenario"]
     expected_keys = {"session_id", "status", "created_at", "updated_at", "interrupted", "runs"}
     assert expected_keys | {"events"} <= set(info)
-    assert (False, 5) == (info["interrupted"], info["runs"])
+    # One main run (the request); 5 runs with the workers and the review.
+    assert (False, "completed", 1, 5) == (
+        info["interrupted"],
+        info["status"],
+        info["runs"],
+        info["all_runs"],
+    )
 
 
 def test_run_with_a_scripted_model_prints_the_answer_and_records_the_spec(
@@ -180,7 +186,11 @@ def test_show_draws_the_tree_with_the_active_node_highlighted(
     result = invoke(where, "show", sid)
     assert 0 == result.code
     assert "▶ brain:r1:n4 assistant/message" in result.out
-    assert "brain:r1/w1:r1:n1 user/task_instruction" in result.out
+    # A worker's context is folded to one line under its main run; --all expands it.
+    assert "▸ brain:r1/w1:r1 · 4 nodes" in result.out
+    assert "brain:r1/w1:r1:n1 user/task_instruction" not in result.out
+    expanded = invoke(where, "show", sid, "--all")
+    assert "brain:r1/w1:r1:n1 user/task_instruction" in expanded.out
 
 
 def test_timeline_filters_by_run_and_by_type(recorded: tuple[Where, str]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _cli_helpers import Where, invoke
 
-from actors.cli import main, render
+from actors.cli import main, timeline_rows
 from eventlog.records import StoredEvent
 from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.connections import Connections
@@ -48,7 +48,7 @@ def test_the_timeline_prints_rows_before_the_last_event_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     where = _home(tmp_path, {SID: 1000})
-    monkeypatch.setattr(render, "TIMELINE_CHUNK", 50)
+    monkeypatch.setattr(timeline_rows, "TIMELINE_CHUNK", 50)
     original = SQLiteReads.iter_events
     printed_at_last: list[int] = []
 
@@ -63,10 +63,11 @@ def test_the_timeline_prints_rows_before_the_last_event_is_read(
     with contextlib.redirect_stdout(out):
         assert 0 == main(["timeline", SID, *where.flags()])
     lines = out.getvalue().splitlines()
-    assert ["seq", "time", "run", "#", "event"] == lines[0].split()[:5]
+    assert ["seq", "time", "run", "#", "event", "details"] == lines[0].split()
     assert "1000 events" == lines[-1]
     assert 1 + 1000 + 1 == len(lines)
-    assert ["1000", "todo_updated", "-"] == [lines[-2].split()[i] for i in (0, -2, -1)]
+    assert "1000" == lines[-2].split()[0]
+    assert ["todo_updated", "t1", "→", "running"] == lines[-2].split()[3:]  # the details
     # When the last event is read, all rows but the last chunk are out already.
     assert [1 + 950] == printed_at_last
 

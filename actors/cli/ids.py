@@ -1,0 +1,140 @@
+"""The ids a person types, resolved once for every command.
+
+A session is named by its full id, a unique prefix of it (``sess_20261130_2141``) or
+``last`` (the newest session of the home). A run, a node or an agent is named by its
+full id, its id relative to the session (``brain:r1``, ``brain:r1:n2``) or a unique
+prefix of either. An exact id always wins over a longer one it is a prefix of
+(``brain:r1`` is the run ``brain:r1``, not ``brain:r10``). A prefix that matches more
+than one id is refused (:class:`~actors.errors.AmbiguousId`, exit 2), listing the
+candidates.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import typer
+
+from actors.errors import AmbiguousId, UsageError
+from eventlog.errors import ClewError, UnknownSession, quoted
+from eventlog.ids import qualified, relative, validate_session_id
+from eventlog.sqlite import SQLiteStore
+from eventlog.store import EventStore
+
+#: What names the newest session of the home.
+LAST: Final = "last"
+#: Candidates an ambiguity error lists before "and N more".
+SHOWN: Final = 6
+
+
+def pick(kind: str, typed: str, ids: Sequence[str], *, session_id: str | None = None) -> str | None:
+    """Return the one id of ``ids`` that ``typed`` names; None when none does.
+
+    Args:
+        kind: what the ids are (``run``, ``node``…), for the error message.
+        session_id: the ids' session: ``typed`` may then be relative to it.
+
+    Raises:
+        AmbiguousId: ``typed`` is a prefix of several ids and equal to none.
+    """
+    if not typed:
+        return None
+    known = set(ids)
+    if typed in known:
+        return typed
+    if session_id is not None and qualified(session_id, typed) in known:
+        return qualified(session_id, typed)
+
+    def shown(ident: str) -> str:
+        return ident if session_id is None else relative(session_id, ident)
+
+    matches = [i for i in ids if i.startswith(typed) or shown(i).startswith(typed)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        return None
+    listed = ", ".join(shown(m) for m in matches[:SHOWN])
+    more = f" and {len(matches) - SHOWN} more" if len(matches) > SHOWN else ""
+    raise AmbiguousId(
+        f"{kind} {quoted(typed)} is ambiguous: it starts {len(matches)} {kind} ids"
+        f" ({listed}{more}); type more of it"
+    )
+
+
+def resolve_session(store: EventStore, typed: str) -> str:
+    """Return the id of the session ``typed`` names: an id, a unique prefix, or ``last``.
+
+    Raises:
+        InvalidSessionId: ``typed`` holds characters no session id has.
+        UnknownSession: no session matches.
+        AmbiguousId: several sessions start with ``typed``.
+    """
+    sid = validate_session_id(typed)
+    if store.session_exists(sid):
+        return sid
+    rows = store.list_sessions()
+    if sid == LAST:
+        if not rows:
+            raise UnknownSession("no session to call 'last': the home holds no sessions")
+        return rows[-1].session_id  # oldest first: the last is the newest
+    found = pick("session", sid, [r.session_id for r in rows])
+    if found is None:
+        raise UnknownSession(f"unknown session {sid}")
+    return found
+
+
+def resolve_run(store: EventStore, sid: str, typed: str) -> str:
+    """Return the run of session ``sid`` that ``typed`` names.
+
+    Raises:
+        UsageError: no run matches (``AmbiguousId``: several do).
+    """
+    found = pick("run", typed, [r.run_id for r in store.read_runs(sid)], session_id=sid)
+    if found is None:
+        raise UsageError(f"session {sid} has no run {quoted(typed)}")
+    return found
+
+
+def resolve_agent(store: EventStore, sid: str, typed: str) -> str:
+    """Return the agent of session ``sid`` that ``typed`` names.
+
+    Raises:
+        UsageError: no agent matches (``AmbiguousId``: several do).
+    """
+    found = pick("agent", typed, [a.agent_id for a in store.read_agents(sid)], session_id=sid)
+    if found is None:
+        raise UsageError(f"session {sid} has no agent {quoted(typed)}")
+    return found
+
+
+def resolve_node(store: EventStore, sid: str, typed: str) -> str:
+    """Return the node of session ``sid`` that ``typed`` names; ``typed`` itself when none
+    does (the command then refuses it with its own message).
+
+    Raises:
+        AmbiguousId: several nodes start with ``typed``.
+    """
+    found = pick("node", typed, [n.node_id for n in store.read_nodes(sid)], session_id=sid)
+    return typed if found is None else found
+
+
+def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a SESSION argument: the home's session ids, newest first."""
+    home = ctx.params.get("home") or os.environ.get("CLEW_HOME") or "~/.clew"
+    db = Path(home).expanduser() / "sessions.sqlite"
+    if not db.is_file():
+        return []
+    try:
+        store = SQLiteStore(db, read_only=True)
+    except (ClewError, OSError):
+        return []
+    try:
+        ids = [r.session_id for r in reversed(store.list_sessions())]
+    except ClewError:
+        return []
+    finally:
+        store.close()
+    return [i for i in [LAST, *ids] if i.startswith(incomplete)]
