@@ -12,6 +12,10 @@ Prints, measured in this one run:
   the part no rendering avoids); then as real processes (``python -m actors``): wall
   time, peak RSS (the child's ``ru_maxrss``) and the time until the first row arrives on
   a pipe (the first 4 KB: the header and the first rows, or the JSON's first rows).
+- **timeline's first page** (issue 19: "the first page appears in < 1 s on a 100k-event
+  session"): the time until the first 4 KB are written, in-process (after the imports)
+  and as a process, against the baseline of starting a process that only imports the CLI
+  (``python -c "import actors.cli.main"``): what no command can avoid.
 - **verify --all** of a home of ``--sessions`` small sessions (each a copy of one real
   scripted run: route → lead answer, 19 events and a Task WAL) against the baseline of
   ``Runtime.verify(one session)`` in the same home, × the number of sessions (mean of a
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import random
@@ -242,6 +247,56 @@ def bench_timeline(base: Path, events: int, repeats: int) -> None:
     print()
 
 
+class FirstPage(io.StringIO):
+    """A stdout that notes when the first 4 KB arrive, then ends the command like a reader
+    that leaves (``clew timeline | head``): ``main`` stops quietly on ``BrokenPipeError``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.start = time.perf_counter()
+        self.took: float | None = None
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        self.size += len(text)
+        if self.size >= 4096 and self.took is None:
+            self.took = time.perf_counter() - self.start
+            raise BrokenPipeError
+        return len(text)
+
+
+def first_page_in_process(args: list[str], repeats: int) -> float:
+    """Best time until ``clew ARGS`` run in this process has written its first 4 KB."""
+    times = []
+    for _ in range(repeats):
+        sink = FirstPage()
+        with contextlib.redirect_stdout(sink):
+            assert clew(args) == 0
+        assert sink.took is not None, "fewer than 4 KB written"
+        times.append(sink.took)
+    return min(times)
+
+
+def bench_first_page(home: Path, base: Path, repeats: int) -> None:
+    """The first page of ``clew timeline`` of the big session: in-process and as a process,
+    against the cost of starting a process that imports the CLI."""
+    cli = ["timeline", TIMELINE_SID, "--home", str(home), "--project", str(base)]
+    startup = min(child(["-c", PEAK_AT_EXIT + "import actors.cli.main"])[0] for _ in range(repeats))
+    inside = first_page_in_process(cli, repeats)
+    process = min(first_page([*CLEW, *cli]) for _ in range(repeats))
+    limited = min(child([*CLEW, *cli, "--limit", "50"])[0] for _ in range(repeats))
+    print(f"## timeline's first page (best of {repeats})\n")
+    print("| case | s | × startup |")
+    print("|---|---|---|")
+    print(f"| start a process, import the CLI (baseline) | {startup:.3f} | 1.00 |")
+    print(f"| first 4 KB, in-process (after the imports) | {inside:.3f} | {inside / startup:.2f} |")
+    print(f"| first 4 KB, `clew timeline` process | {process:.3f} | {process / startup:.2f} |")
+    print(
+        f"| `clew timeline --limit 50`, whole process | {limited:.3f} | {limited / startup:.2f} |"
+    )
+    print()
+
+
 def bench_verify(base: Path, sessions: int, repeats: int) -> None:
     home, project = base / "many", base / "many-project"
     project.mkdir()
@@ -286,7 +341,7 @@ def bench_verify(base: Path, sessions: int, repeats: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
-    ap.add_argument("--sessions", type=int, default=2_000)
+    ap.add_argument("--sessions", type=int, default=2_000, help="0: skip verify --all")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build the data here and keep it")
     args = ap.parse_args()
@@ -298,7 +353,9 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     try:
         bench_timeline(base, args.events, args.repeats)
-        bench_verify(base, args.sessions, args.repeats)
+        bench_first_page(base / "timeline", base, args.repeats)
+        if args.sessions:
+            bench_verify(base, args.sessions, args.repeats)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
