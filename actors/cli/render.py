@@ -109,7 +109,8 @@ _SESSION_STYLE = {
 def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> Table:
     """Return the ``clew sessions`` table: full ids (never cut: a shown id must be
     typeable), the derived status, main runs, events and the last activity."""
-    table = Table(title=f"{len(infos)} sessions", title_justify="left")
+    title = f"{len(infos)} session{'' if len(infos) == 1 else 's'} (times in UTC)"
+    table = Table(title=title, title_justify="left")
     table.add_column(
         "session", no_wrap=True, min_width=max([7, *(len(i.session_id) for i in infos)])
     )

@@ -96,9 +96,14 @@ class Describer:
         self._calls: dict[tuple[str | None, int, int], tuple[str, str]] = {}
         self._tools: dict[str, str] = {}
         self._runs: dict[str, str] = {}
+        self._short: dict[str | None, str] = {}
 
     def short(self, ident: str | None) -> str:
-        return "-" if ident is None else relative(self.sid, ident)
+        """Return ``ident`` relative to the session (memoised: a run id repeats per row)."""
+        found = self._short.get(ident)
+        if found is None:
+            found = self._short[ident] = "-" if ident is None else relative(self.sid, ident)
+        return found
 
     def __call__(self, e: StoredEvent) -> str:  # noqa: C901, PLR0911, PLR0912 - one case per event type
         at = e.created_at
@@ -158,6 +163,9 @@ class Describer:
 
 
 def _one_line(text: str, n: int) -> str:
+    """Return ``text`` on one line, at most ``n`` characters."""
+    if len(text) <= n and text.isprintable():
+        return text  # the common case: a short cell, nothing to fold
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
 

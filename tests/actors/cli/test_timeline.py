@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,3 +99,16 @@ def test_on_a_terminal_the_table_goes_through_the_pager(
     # On a terminal no row is wider than it.
     plain = re.sub(r"\x1b\[[0-9;]*m", "", direct).replace("\r\n", "\n").splitlines()
     assert max(len(row) for row in plain) <= 120
+
+
+@pytest.mark.skipif(shutil.which("less") is None, reason="less is not installed")
+def test_quitting_less_on_the_first_screen_ends_the_command_quietly(
+    demo: tuple[Where, str],
+) -> None:
+    where, sid = demo
+    env = {k: v for k, v in child_env().items() if k not in ("PAGER", "CLEW_PAGER", "LESS")}
+    argv = [sys.executable, "-m", "actors", "timeline", sid, *where.flags()]
+    output, code = run_in_pty(argv, 20, 120, env, keys=b"q")  # q: typed ahead, read by less
+    assert 0 == code, output
+    assert "error" not in output and "Traceback" not in output
+    assert "run_started" in output  # the first screen was shown
