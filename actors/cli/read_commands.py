@@ -77,7 +77,8 @@ def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> Non
     header = render.tree_header(sid, row, tree, main_runs=len(rt.main_runs(sid)))
     options = options or ShowOptions()
     if options.height is None and out.is_terminal and not options.expand_all:
-        options = msgspec.structs.replace(options, height=out.size.height - len(header) - 2)
+        rows = max(3, out.size.height - len(header) - 2)  # 2: the prompt after the command
+        options = msgspec.structs.replace(options, height=rows)
     view = TreeView(sid, tree, lambda r: render.excerpt(r.content), options, fork_points(rt, row))
     for line in [*header, *(line.text for line in view.layout())]:
         out.print(line, no_wrap=True, overflow="ellipsis", crop=True)

@@ -177,7 +177,7 @@ class TreeView:
             run = self.rows[root].run_id
             if not self.visible(run):
                 continue
-            if self.options.expand_all or self.options.run is not None or run in self.open_runs:
+            if self.expanded(run):
                 self.draw(root, indent, 0, branch=False)
             else:
                 self.lines.append(self.folded(self.chain_of(root), "  " * indent, indent, None))
@@ -252,8 +252,12 @@ def _cut(text: str, n: int) -> str:
 
 
 def fit(lines: list[Line], height: int | None) -> list[Line]:
-    """Collapse the oldest collapsible lines (top-level folded runs) into one ``⋯`` line
-    per group until ``lines`` fit in ``height`` rows; the active node's line never is."""
+    """Make ``lines`` fit in ``height`` rows, or at least show the active node in them.
+
+    First the oldest collapsible lines (top-level folded runs) collapse into one ``⋯``
+    line per group; then, if the active node's line is still below the screen (its own
+    run is that long), the lines above it are cut to one ``⋯`` line.
+    """
     if height is None:
         return lines
     out = list(lines)
@@ -275,4 +279,8 @@ def fit(lines: list[Line], height: int | None) -> list[Line]:
                 )
             ]
         i += 1
+    active = next((k for k, line in enumerate(out) if line.active), None)
+    if active is not None and height >= 2 and active >= height:
+        cut = active - height + 2
+        out[:cut] = [Line(f"[dim]⋯ {cut} lines above (--run RUN shows a run whole)[/dim]")]
     return out

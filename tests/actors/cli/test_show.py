@@ -183,6 +183,16 @@ def test_every_node_shows_once_expanded_and_the_active_one_always(
     assert sorted(n.node_id.removeprefix(f"{SID}:") for n in tree.rows()) == sorted(shown)
     for lines in (_layout(tree), _layout(tree, height=height), _layout(tree, depth=0)):
         assert 1 == sum(line.endswith("(active)") for line in lines)
+    fitted = _layout(tree, height=height)
+    assert next(i for i, line in enumerate(fitted) if line.endswith("(active)")) < height
+
+
+def test_a_run_taller_than_the_screen_still_shows_its_active_node() -> None:
+    spec: list[tuple[str, str | None, str]] = [("brain:r1:n1", None, "brain:r1")]
+    spec += [(f"brain:r1:n{n}", f"brain:r1:n{n - 1}", "brain:r1") for n in range(2, 30)]
+    lines = _layout(_tree(spec, "brain:r1:n29"), height=10)
+    assert lines[0].startswith("⋯ 20 lines above")
+    assert (10, True) == (len(lines), lines[9].endswith("(active)"))
 
 
 def test_fit_leaves_lines_that_fit_alone() -> None:
