@@ -10,11 +10,12 @@ need the start: a row whose start lies before ``--since`` shows none.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, NamedTuple
+
+import msgspec
 
 from eventlog.events import (
     EVENT_TYPES,
@@ -51,6 +52,8 @@ from eventlog.records import StoredEvent
 TIMELINE_CHUNK = 200
 #: The longest details cell off a terminal (on one, the row is cut to its width).
 DETAILS = 100
+#: Compact JSON of a tool call's arguments (msgspec: ~5× ``json.dumps`` per row).
+_encode = msgspec.json.Encoder().encode
 _ANSI = {"warning": "\x1b[33m", "error": "\x1b[31m", "bold": "\x1b[1m"}
 _RESET = "\x1b[0m"
 
@@ -123,7 +126,7 @@ class Describer:
                 return f"{role or '-'} · {model} · {_tokens(usage)}"
             case ToolCallStarted(tool_call_id=call, tool_name=name, arguments=arguments):
                 self._tools[call] = at
-                return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
+                return f"{name}({_encode(arguments).decode()})"
             case ToolCallFinished(tool_call_id=call, tool_name=name, is_error=is_error):
                 outcome = "error" if is_error else "ok"
                 return f"{name} ← {outcome}{_ms(self._tools.pop(call, None), at)}"

@@ -43,7 +43,7 @@ def test_rows_name_the_role_model_tokens_tool_and_duration(demo: tuple[Where, st
         r"router ← scripted:demo · [\d,]+ in / [\d,]+ out tok · \d+ ms$",
         by_type["model_responded"][0],
     )
-    assert re.search(r'lookup\(\{"topic": "\w+"\}\)$', by_type["tool_call_started"][0])
+    assert re.search(r'lookup\(\{"topic":"\w+"\}\)$', by_type["tool_call_started"][0])
     assert re.search(r"lookup ← ok · \d+ ms$", by_type["tool_call_finished"][0])
     assert re.search(r"completed · \d+ turns · \d+ ms$", by_type["run_ended"][-1])
     # A row names the tool, never only its opaque call id.
