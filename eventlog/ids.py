@@ -141,6 +141,11 @@ def event_id(session_id: str, run_id: str | None, run_seq: int | None, seq: int)
     return f"{session_id}#s{seq}"
 
 
+def session_of_event(event_id: str) -> str:
+    """Return the session id an event id belongs to (every event id starts with it)."""
+    return event_id.split(":", 1)[0].split("#", 1)[0]
+
+
 def wal_name_for(run_id: str) -> str:
     """Return the Task WAL name of a main run (WAL names allow only ``[a-zA-Z0-9_-]``)."""
     return run_id.replace(":", "_").replace("/", "_")

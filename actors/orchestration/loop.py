@@ -13,23 +13,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pydantic
-
-from actors.errors import OutputInvalid
-from actors.models.protocol import Model, ModelRequest, ModelSettings, request_hash
+from actors.errors import CallCancelled, CallTimedOut, OutputInvalid, RunCancelled
+from actors.models.calls import call_off_thread
+from actors.models.protocol import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamingModel,
+    TextDelta,
+    request_hash,
+)
 from actors.models.storable import check_storable, safe_text
 from actors.models.tools import (
-    Tool,
-    ToolContext,
     ToolRegistry,
-    error_type_of,
-    in_doubt_of,
-    invoke,
-    output_blocks,
-    timeout_of,
 )
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
+from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError
@@ -42,9 +43,6 @@ from eventlog.events import (
     NodeRole,
     NodeType,
     TokenUsage,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
     Usage,
 )
 
@@ -90,6 +88,9 @@ class Conversation:
         self.messages.append(Message(role=msg_role, content=list(stored.event.node.content)))
         return node.node_id
 
+
+#: The ``error_type`` of a stream cut after it started: the same model is asked once more.
+STREAM_INTERRUPTED = "StreamInterrupted"
 
 #: A built-in tool handled by the Brain itself (``dispatch``): it records its own events.
 Builtin = Callable[[ToolCallBlock], ToolResultBlock]
@@ -156,6 +157,8 @@ def call_model(
     specs = tools.specs() if tools is not None else []
     sampling = _sampling(settings)
     last: ModelError | None = None
+    attempt = 0
+    rec.checkpoint()
     for i, model in enumerate(chain):
         request = ModelRequest(
             model=model.name,
@@ -166,24 +169,32 @@ def call_model(
             phase=phase,
             **sampling,
         )
-        requested = _requested(request, call_index=index, attempt=i + 1)
-        try:
-            responded = rec.model_call(requested, _live_call(model, request))
-        except ModelError as e:
-            last = e
-            rec.emit(_failed(requested, e, will_fallback=i < len(chain) - 1))
-            continue
-        rec.emit(
-            TokenUsage(
-                model=model.name,
-                role=role,
-                phase=phase,
-                task_id=task_id,
-                call_index=index,
-                usage=responded.usage,
+        for retry in (False, True):
+            attempt += 1
+            requested = _requested(request, call_index=index, attempt=attempt)
+            try:
+                responded = rec.model_call(
+                    requested, _live_call(env, rec, model, request, requested)
+                )
+            except ModelError as e:
+                last = e
+                # A stream cut after it started: the same model once more, as a new attempt.
+                again = not retry and e.error_type == STREAM_INTERRUPTED
+                rec.emit(_failed(requested, e, will_fallback=again or i < len(chain) - 1))
+                if again:
+                    continue
+                break
+            rec.emit(
+                TokenUsage(
+                    model=model.name,
+                    role=role,
+                    phase=phase,
+                    task_id=task_id,
+                    call_index=index,
+                    usage=responded.usage,
+                )
             )
-        )
-        return responded.content, responded.stop_reason, responded.usage
+            return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     raise last
 
@@ -214,16 +225,39 @@ def _sampling(settings: ModelSettings | None) -> dict[str, Any]:
 
 
 def _live_call(
-    model: Model, request: ModelRequest
+    env: SessionEnv,
+    rec: RunRecorder,
+    model: Model,
+    request: ModelRequest,
+    requested: ModelRequested,
 ) -> Callable[[], tuple[list[ContentBlock], str, Usage]]:
-    """Return the call the recorder makes when the model must really be asked."""
+    """Return the call the recorder makes when the model must really be asked.
+
+    The model runs on a helper thread (:func:`call_off_thread`), so the run stops
+    waiting for it when its scope is cancelled (``run_cancelling`` during ``model``) or
+    its ``model_timeout_s`` passes (a failed candidate, error type ``ModelTimeout``).
+    """
+    timeout = env.settings.model_timeout_s
 
     def live() -> tuple[list[ContentBlock], str, Usage]:
+        on_delta = env.on_delta
         try:
-            response = model.complete(request)
+            response = call_off_thread(
+                lambda: _ask(model, request, on_delta, rec, requested),
+                name=f"model-{rec.agent_id}",
+                timeout=timeout,
+                cancel=rec.cancel,
+            )
             # A reply the log cannot hold (a lone surrogate…) is a failed candidate, not
             # a store failure: recorded as model_failed, so a replay reproduces it.
             check_storable((response.content, response.stop_reason), "the model's reply")
+        except CallCancelled:
+            rec.stop_here("model")
+            raise  # pragma: no cover - stop_here always raises
+        except CallTimedOut:
+            raise ModelError(
+                f"the model did not answer within {timeout:g} s", error_type="ModelTimeout"
+            ) from None
         except ModelError:
             raise
         except BaseException as e:
@@ -237,6 +271,37 @@ def _live_call(
     return live
 
 
+def _ask(
+    model: Model,
+    request: ModelRequest,
+    on_delta: Callable[[TextDelta], None] | None,
+    rec: RunRecorder,
+    requested: ModelRequested,
+) -> ModelResponse:
+    """Ask ``model`` (on the helper thread): streamed when someone watches and it can."""
+    if on_delta is None or not isinstance(model, StreamingModel):
+        return model.complete(request)
+    response: ModelResponse | None = None
+    for item in model.stream(request):
+        if isinstance(item, ModelResponse):
+            response = item
+        elif rec.cancel.cancelled:
+            break  # nobody waits for the rest
+        else:
+            on_delta(
+                TextDelta(
+                    agent_id=rec.agent_id,
+                    run_id=rec.run_id,
+                    call_index=requested.call_index,
+                    attempt=requested.attempt,
+                    text=item,
+                )
+            )
+    if response is None:
+        raise ModelError("the stream ended without a response", error_type=STREAM_INTERRUPTED)
+    return response
+
+
 def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) -> ModelFailed:
     return ModelFailed(
         call_index=requested.call_index,
@@ -246,107 +311,6 @@ def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) ->
         message=safe_text(str(e)),
         status=e.status,
         will_fallback=will_fallback,
-    )
-
-
-def run_tool(
-    env: SessionEnv, rec: RunRecorder, tools: ToolRegistry, call: ToolCallBlock, role: str = ""
-) -> ToolResultBlock:
-    """Run one tool call through the recorder; always return a tool_result block.
-
-    ``tools`` is the calling role's allow-list: a call to a tool of the run outside it
-    is refused (a recorded ``tool_failed``); the tool never runs.
-    """
-    t = tools.get(call.name)
-    started = ToolCallStarted(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        arguments=dict(call.arguments),
-        idempotent=bool(t and t.idempotent),
-    )
-    policy = in_doubt_of(t) or env.settings.in_doubt_policy
-    refused = _not_allowed(env, t, call, role)
-    if refused is not None:
-        outcome = rec.tool_call(started, lambda: refused, policy)
-    else:
-        # The context is built when the tool runs: a resume's re-run has attempt 2.
-        timeout = env.settings.tool_timeout_s
-        outcome = rec.tool_call(
-            started, lambda: _execute(t, call, _context(env, rec, call, role), timeout), policy
-        )
-    return result_block(call, outcome)
-
-
-def result_block(call: ToolCallBlock, outcome: ToolCallFinished | ToolFailed) -> ToolResultBlock:
-    """Return the tool_result block the model gets for a call's recorded outcome."""
-    if isinstance(outcome, ToolFailed):
-        return ToolResultBlock(
-            tool_call_id=call.id,
-            name=call.name,
-            is_error=True,
-            content=[TextBlock(text=f"{outcome.error_type}: {outcome.message}")],
-        )
-    parts = [b for b in outcome.content if not isinstance(b, ToolCallBlock | ToolResultBlock)]
-    return ToolResultBlock(
-        tool_call_id=call.id,
-        name=call.name,
-        content=parts,
-        is_error=outcome.is_error,
-    )
-
-
-def _not_allowed(
-    env: SessionEnv, t: Tool | None, call: ToolCallBlock, role: str
-) -> ToolFailed | None:
-    """Refuse a call to a tool of the run that is not on the calling role's allow-list."""
-    if t is not None or env.tools.get(call.name) is None:
-        return None
-    return ToolFailed(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        error_type="ToolNotAllowed",
-        message=f"role {role!r} may not call tool {call.name!r}",
-    )
-
-
-def _context(env: SessionEnv, rec: RunRecorder, call: ToolCallBlock, role: str) -> ToolContext:
-    return ToolContext(
-        tool_call_id=call.id,
-        session_id=env.session_id,
-        run_id=rec.run_id,
-        agent_id=rec.agent_id,
-        role=role,
-        attempt=rec.tool_attempt,
-    )
-
-
-def _execute(
-    t: Tool | None, call: ToolCallBlock, ctx: ToolContext, timeout: float | None
-) -> ToolCallFinished | ToolFailed:
-    """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
-
-    def failed(error_type: str, message: str) -> ToolFailed:
-        return ToolFailed(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            error_type=safe_text(error_type),
-            message=safe_text(message),
-        )
-
-    if t is None:
-        return failed("UnknownTool", f"no tool named {call.name!r}")
-    try:
-        args = t.args_model.model_validate(call.arguments)
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
-        return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
-    try:
-        output = invoke(t, args, ctx, timeout=timeout_of(t, timeout))
-    except Exception as e:
-        return failed(error_type_of(e), str(e) or repr(e))
-    return ToolCallFinished(
-        tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
     )
 
 
@@ -391,9 +355,38 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
                 "max_output_tokens_recovery" if stop_reason == "max_tokens" else "completed"
             )
             return LoopResult(content, turn, usage, reason, conv.tip)
-        results: list[ContentBlock] = [_run_call(env, conv.rec, agent, c) for c in calls]
-        conv.append("tool", results)
+        conv.append("tool", _run_calls(env, conv, agent, calls))
     return LoopResult(content, agent.max_turns, usage, "max_turns", conv.tip)
+
+
+def _run_calls(
+    env: SessionEnv, conv: Conversation, agent: AgentSpec, calls: list[ToolCallBlock]
+) -> list[ContentBlock]:
+    """Run the reply's tool calls in order; return their results.
+
+    Cancelled among them, the calls not run get a "cancelled" error result and the tool
+    node is appended before the run stops: every tool call on the conversation's path
+    keeps its result, so the next run's context is one a provider accepts.
+    """
+    results: list[ContentBlock] = []
+    try:
+        for call in calls:
+            results.append(_run_call(env, conv.rec, agent, call))
+        conv.rec.checkpoint("tool")
+    except RunCancelled as e:
+        results += [_not_run(call, e.reason) for call in calls[len(results) :]]
+        conv.append("tool", results)
+        raise
+    return results
+
+
+def _not_run(call: ToolCallBlock, reason: str) -> ToolResultBlock:
+    return ToolResultBlock(
+        tool_call_id=call.id,
+        name=call.name,
+        is_error=True,
+        content=[TextBlock(text=f"not run: the run was cancelled ({reason})")],
+    )
 
 
 def _run_call(

@@ -30,7 +30,7 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 2
+INPUTS_VERSION: Final = 3
 #: Fields added after version 1, with the version that added them. A dotted path names
 #: a field of a nested record; ``[]`` a field of each item of a list.
 FIELDS_SINCE: Final[dict[str, int]] = {
@@ -38,6 +38,9 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "tools[].in_doubt": 2,
     "settings.max_dispatches": 2,
     "settings.tool_timeout_s": 2,
+    "settings.model_timeout_s": 3,
+    "settings.worker_timeout_s": 3,
+    "settings.run_timeout_s": 3,
 }
 
 
@@ -58,6 +61,15 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: Seconds a tool may run before it counts as failed (``tool_failed``, error type
     #: ``timeout``); a tool's own ``timeout_s`` wins; None means no limit. Since v2.
     tool_timeout_s: float | None = 300.0
+    #: Seconds one model call may take before it counts as failed (``model_failed``,
+    #: error type ``ModelTimeout``; the chain falls back). None: no limit. Since v3.
+    model_timeout_s: float | None = None
+    #: Seconds a worker may run before it is stopped (its run ends ``cancelled`` with the
+    #: reason; the main run goes on as after a failed worker). None: no limit. Since v3.
+    worker_timeout_s: float | None = None
+    #: Seconds a main run may take before it is cancelled (``run_ended`` status
+    #: ``cancelled``, source ``timeout``). None: no limit. Since v3.
+    run_timeout_s: float | None = None
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from actors.errors import ProjectDirGone, SessionBusy
 from actors.models.protocol import Model
@@ -30,6 +30,17 @@ from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
 from eventlog.taskwal import wal_dir
 from eventlog.writer import Writer
+
+#: How long closing an engine waits for each run in progress to record its cancellation.
+CLOSE_WAIT_S = 10.0
+
+
+class _RunInProgress(Protocol):
+    session_id: str
+    run_id: str
+
+    def stop(self, reason: str, wait: float) -> None: ...
+
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES = ("running", "pending")
@@ -90,6 +101,8 @@ class Engine:
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        #: The main runs this engine has in progress (their ``RunHandle``).
+        self.runs: set[_RunInProgress] = set()
         with _OPEN_LOCK:
             _OPEN.add(self)
 
@@ -97,6 +110,9 @@ class Engine:
         """Stop every actor, flush and close the writer, release session locks."""
         with _OPEN_LOCK:
             _OPEN.discard(self)
+        for run in list(self.runs):
+            # Recorded as cancelled rather than cut off by the writer stopping under it.
+            run.stop("the runtime was closed", CLOSE_WAIT_S)
         for tm in self._task_managers.values():
             stop_task_manager(tm)
         self._task_managers.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -11,6 +12,7 @@ from actors.models.chains import ModelArg
 from actors.models.storable import check_text
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings, tool_records
@@ -56,7 +58,17 @@ def advise(engine: Engine, outcome: RunOutcome) -> RunOutcome:
     return msgspec.structs.replace(outcome, error=f"{outcome.error}; {then}")
 
 
-def run_session(
+@dataclass
+class PreparedRun:
+    """A main run checked, recorded inputs decided and the session locked: ready to go."""
+
+    engine: Engine
+    session_id: str
+    env: SessionEnv
+    request: RunRequest
+
+
+def prepare_run(
     engine: Engine,
     session_id: str,
     prompt: str,
@@ -65,9 +77,10 @@ def run_session(
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
     team: Team | None = None,
-) -> RunOutcome:
-    """Run one main run of ``session_id``: the work behind :meth:`Session.run`, whose
-    docstring lists the arguments and the errors (one list, kept in one place)."""
+) -> PreparedRun:
+    """Check everything a new main run needs and take the session's lock; nothing is
+    written yet. :meth:`Session.run`'s docstring lists the arguments and the errors
+    (one list, kept in one place)."""
     sid = session_id
     check_prompt(prompt)
     settings = settings or engine.settings
@@ -100,7 +113,17 @@ def run_session(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
         )
         env = engine.env(sid, models, roster.tools, settings, roster=roster)
-        outcome = execute(env, engine.task_manager(sid), request)
+    except BaseException:
+        engine.unlock(sid)
+        raise
+    return PreparedRun(engine=engine, session_id=sid, env=env, request=request)
+
+
+def execute_prepared(run: PreparedRun) -> RunOutcome:
+    """Run a prepared main run to its end on this thread; release the session's lock."""
+    engine, sid = run.engine, run.session_id
+    try:
+        outcome = execute(run.env, engine.task_manager(sid), run.request)
         if outcome.status != "interrupted":  # else the writer may be what failed
             engine.writer.flush()
     finally:

@@ -22,11 +22,13 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
-from actors.runtime import replayer, runs
+from actors.runtime import cancelling, replayer, runs
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
+from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
+from actors.runtime.handle import RunHandle
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
 from actors.runtime.verify import VerifyReport
@@ -367,16 +369,48 @@ class Runtime:
         team: Team | None = None,
     ) -> RunOutcome:
         """Run one main run of ``session_id``; see :meth:`Session.run`."""
+        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
+        return RunHandle(prepared, watch=False).result()
+
+    def start(
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> RunHandle:
+        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`."""
+        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
+        return RunHandle(prepared)
+
+    def _prepare(
+        self,
+        session_id: str,
+        prompt: str,
+        model: ModelArg,
+        tools: Sequence[Tool],
+        settings: RunSettings | None,
+        team: Team | None,
+    ) -> runs.PreparedRun:
         self._engine.refuse_if_read_only("running a session")
-        return runs.run_session(
-            self._engine,
-            session_id,
-            prompt,
-            model=model,
-            tools=tools,
-            settings=settings,
-            team=team,
+        return runs.prepare_run(
+            self._engine, session_id, prompt, model=model, tools=tools, settings=settings, team=team
         )
+
+    def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
+        """Cancel the session's run in progress — in this process, in the process that
+        owns the session (it notices within a second), or left interrupted by a crash
+        (then recorded as cancelled at once, without asking any model).
+
+        Raises:
+            InvalidSessionId, UnknownSession: bad or unknown session.
+            NothingToCancel: no run of the session is in progress or interrupted.
+            ReadOnlyStore: the runtime was opened read-only.
+        """
+        return cancelling.cancel_session(self._engine, session_id, reason)
 
 
 class Session:
@@ -420,3 +454,26 @@ class Session:
         return self.runtime.run(
             self.id, prompt, model=model, tools=tools, settings=settings, team=team
         )
+
+    def start(
+        self,
+        prompt: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> RunHandle:
+        """Start one main run and return its :class:`RunHandle` at once: ``stream()`` its
+        events and text, ``result()`` to await the :class:`RunOutcome`, ``cancel()``.
+
+        Takes the same arguments as :meth:`run` and raises the same errors, at once,
+        before anything is written.
+        """
+        return self.runtime.start(
+            self.id, prompt, model=model, tools=tools, settings=settings, team=team
+        )
+
+    def cancel(self, reason: str = "cancelled") -> CancelReport:
+        """Cancel this session's run in progress; see :meth:`Runtime.cancel`."""
+        return self.runtime.cancel(self.id, reason)
