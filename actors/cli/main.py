@@ -14,14 +14,14 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, read_commands, run_commands
+from actors.cli import check_commands, live_commands, read_commands, run_commands
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
-from actors.cli.output import error_line, on_interrupt, usage_error
+from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands)
+COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,4 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    return _exit_code(result)
+
+
+def _exit_code(result: object) -> int:
+    """Return the exit code of a command that returned ``result``."""
+    if RUN_INTERRUPTED.is_set():
+        RUN_INTERRUPTED.clear()
+        # The run in progress recorded its cancellation before this got here.
+        print(error_line("interrupted; the run was recorded as cancelled"), file=sys.stderr)
+        return 130
     return result if isinstance(result, int) else 0

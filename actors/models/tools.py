@@ -203,6 +203,10 @@ def invoke(
         Unencodable: the output cannot be stored in the log.
         Exception: whatever the tool raised, as it raised it.
     """
+    if ctx is not None and ctx.cancelled:
+        raise ToolAborted(
+            "Cancelled", "the run was cancelled before the tool started; it did not run"
+        )
     try:
         value = call_off_thread(
             lambda: call_tool(t, args, ctx),

@@ -236,7 +236,7 @@ class Worker(pykka.ThreadingActor):
             if stop is None:
                 raise
             return self._interrupted(run_id, stop)
-        self._log(run_id).warning("worker_cancelled", reason=e.reason, source=e.source)
+        self._log(run_id).info("worker_cancelled", reason=e.reason, source=e.source)
         return Delivery(result=result)
 
     def _log(self, run_id: str) -> Any:

@@ -60,6 +60,12 @@ def _close_open_engines() -> None:
         engine.close()
 
 
+def runs_in_progress() -> bool:
+    """True when an open engine of this process has a main run in progress."""
+    with _OPEN_LOCK:
+        return any(engine.runs for engine in _OPEN)
+
+
 class Engine:
     """Store, writer, locks, task managers and seams of one open clew home."""
 
