@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ from _live_helpers import Streaming, calls_tool, slow_session, three_workers, un
 from _processes import child_env
 from _runtime_helpers import scripted
 
-from actors import Runtime, RunSettings
+from actors import RunSettings, Runtime
 from actors.errors import NothingToCancel
 from actors.models.protocol import TextDelta
 from eventlog.events import ModelFailed, ModelRequested, ModelResponded, RunCancelling, RunEnded
@@ -222,9 +224,9 @@ def test_cancelling_inside_a_model_call_does_not_wait_for_the_model(rt: Runtime)
     handle = session.start("plan it", model=three_workers(lead_delay_ms=60_000))
     started = time.monotonic()
     for item in handle.stream():
-        if isinstance(item, StoredEvent) and isinstance(item.event, ModelRequested):
-            if item.event.role == "lead":
-                handle.cancel("no time")
+        event = item.event if isinstance(item, StoredEvent) else None
+        if isinstance(event, ModelRequested) and event.role == "lead":
+            handle.cancel("no time")
     assert "cancelled" == handle.result().status
     assert time.monotonic() - started < 30
     end = _main_end(rt, session.id)
@@ -322,12 +324,9 @@ def test_clew_cancel_from_another_process_stops_the_owner_within_a_second(
     assert child.stdout is not None
     sid = child.stdout.readline().strip()
     _wait_for_events(home, sid, 6, child)
-    import subprocess
-    import sys
-
+    where = ["--home", str(home), "--project", str(project)]
     cancel = subprocess.run(
-        [sys.executable, "-m", "actors", "cancel", sid, "--reason", "stop now", "--json"]
-        + ["--home", str(home), "--project", str(project)],
+        [sys.executable, "-m", "actors", "cancel", sid, "--reason", "stop now", "--json", *where],
         capture_output=True,
         text=True,
         env=child_env(),
