@@ -12,6 +12,7 @@ the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` 
 from actors.errors import (
     Divergence,
     NeedsResume,
+    NothingToCancel,
     NothingToResume,
     OutputInvalid,
     ProjectDirGone,
@@ -21,7 +22,17 @@ from actors.errors import (
     TeamError,
     UsageError,
 )
-from actors.models.protocol import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
+from actors.models.protocol import (
+    AsyncModel,
+    AsyncStreamingModel,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamingModel,
+    TextDelta,
+    ToolSpec,
+)
 from actors.models.scripted import ScriptedModel, load_script
 from actors.models.tools import (
     FunctionTool,
@@ -36,7 +47,9 @@ from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
+from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
+from actors.runtime.handle import RunHandle
 from actors.runtime.runtime import Runtime, Session, SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
@@ -68,11 +81,15 @@ from eventlog.packets import (
     TaskProgress,
     WorkerResult,
 )
+from eventlog.records import StoredEvent
 
 __all__ = [
     "AgentTaskContext",
     "ArtifactRefBlock",
+    "AsyncModel",
+    "AsyncStreamingModel",
     "BrainTaskContext",
+    "CancelReport",
     "ClewError",
     "ContentBlock",
     "ContextRef",
@@ -92,6 +109,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "NeedsResume",
+    "NothingToCancel",
     "NothingToResume",
     "OutputInvalid",
     "ProjectDirGone",
@@ -101,6 +119,7 @@ __all__ = [
     "ReplayReport",
     "Role",
     "RunDivergence",
+    "RunHandle",
     "RunInputs",
     "RunOutcome",
     "RunSettings",
@@ -112,11 +131,14 @@ __all__ = [
     "SessionCheck",
     "SessionInfo",
     "StoreError",
+    "StoredEvent",
+    "StreamingModel",
     "TaskGraphError",
     "TaskProgress",
     "Team",
     "TeamError",
     "TextBlock",
+    "TextDelta",
     "Tool",
     "ToolCallBlock",
     "ToolContext",
