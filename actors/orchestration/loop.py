@@ -253,7 +253,6 @@ def _live_call(
             check_storable((response.content, response.stop_reason), "the model's reply")
         except CallCancelled:
             rec.stop_here("model")
-            raise  # pragma: no cover - stop_here always raises
         except CallTimedOut:
             raise ModelError(
                 f"the model did not answer within {timeout:g} s", error_type="ModelTimeout"
