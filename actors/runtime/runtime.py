@@ -8,7 +8,7 @@ as functions over the home's :class:`~actors.runtime.engine.Engine`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
+from actors.runtime import follow as following
 from actors.runtime import replayer, runs
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
@@ -34,7 +35,7 @@ from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
 from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
-from eventlog.records import AppendRequest, SessionRow
+from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
@@ -279,6 +280,31 @@ class Runtime:
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily)."""
         return self._engine.task_manager(session_id)
+
+    def follow(
+        self,
+        session_id: str,
+        since_seq: int = 0,
+        *,
+        poll_s: float = 0.2,
+        stop: following.Stop | None = None,
+        until_idle: bool = False,
+    ) -> Iterator[StoredEvent]:
+        """Yield the session's committed events with ``seq > since_seq`` as they land,
+        whichever process writes them (this one, or another on the same home).
+
+        Each poll is one indexed range read; while nothing is new it sleeps ``poll_s``.
+        It ends once ``stop`` (a ``threading.Event``, or a function) says so, or with
+        ``until_idle`` once the session has no run in progress — after yielding what was
+        committed by then. Without either it follows until the caller stops iterating.
+
+        Raises:
+            InvalidSessionId, UnknownSession: at the call, not at the first event.
+            UsageError: ``since_seq`` < 0 or ``poll_s`` <= 0.
+        """
+        return following.follow(
+            self._engine, session_id, since_seq, poll_s=poll_s, stop=stop, until_idle=until_idle
+        )
 
     # --- replay, resume, verify ------------------------------------------------------------
 
