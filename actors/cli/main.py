@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, read_commands, run_commands
+from actors.cli import check_commands, read_commands, run_commands, tail
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
@@ -22,7 +22,7 @@ from actors.cli.output import error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
 from eventlog.logs import get_output, set_output
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands)
+COMMAND_MODULES = (run_commands, read_commands, check_commands, tail)
 
 
 def main(argv: list[str] | None = None) -> int:
