@@ -44,7 +44,8 @@ from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.runtime.runs import check_prompt
-from actors.runtime.runtime import Runtime, Session
+from actors.runtime.runtime import Runtime
+from actors.runtime.session import Session
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 from eventlog.ids import validate_session_id
