@@ -65,7 +65,7 @@ def excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_LIMIT) 
     return text
 
 
-def _error_detail(body: bytes) -> str:
+def error_detail(body: bytes) -> str:
     """Return the provider's error message from a JSON error body, else the raw text."""
     text = body.decode("utf-8", errors="replace")
     try:
@@ -279,7 +279,7 @@ class JsonHttpClient:
         if 200 <= status <= 299:
             return response, at
         raw = self._read(response, at, timeout)
-        detail = excerpt(_error_detail(raw), self._secrets)
+        detail = excerpt(error_detail(raw), self._secrets)
         retry = is_retryable_status(status)
         wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
         raise AttemptFailed(self.fail(f"HTTP {status}: {detail}", status, retry), wait)
