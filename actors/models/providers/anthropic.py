@@ -31,7 +31,7 @@ import msgspec
 from actors.models.protocol import ModelRequest, ModelResponse, StreamItem, ToolSpec
 from actors.models.providers.http import HttpModel, HttpOptions, error_detail
 from actors.models.providers.mapping import block_text, optional_fields, tool_arguments
-from actors.models.providers.sse import SseEvent, StreamProblem, decode_event, stream_reply
+from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 
@@ -249,7 +249,7 @@ class EventReader:
     def feed(self, event: SseEvent) -> str:
         """Take one event; return the text it adds."""
         if event.event == "error":
-            raise StreamProblem(
+            raise _StreamProblem(
                 "with an error event", error_detail(event.data.encode()), retryable=True
             )
         wire: _Event = decode_event(event, _Event)
@@ -269,7 +269,7 @@ class EventReader:
             case "message_stop":
                 self.done = True
             case "error":
-                raise StreamProblem(
+                raise _StreamProblem(
                     "with an error event", error_detail(event.data.encode()), retryable=True
                 )
         return ""  # ping, content_block_stop, and types this adapter does not know yet
@@ -277,7 +277,7 @@ class EventReader:
     def _add_delta(self, index: int, delta: _Delta) -> str:
         block = self._blocks.get(index)
         if block is None:
-            raise StreamProblem(f"with a delta for block {index}, which never started")
+            raise _StreamProblem(f"with a delta for block {index}, which never started")
         if delta.type == "text_delta" and block.type == "text":
             self._parts[index].append(delta.text)
             return delta.text
@@ -296,7 +296,7 @@ class EventReader:
     def response(self) -> ModelResponse:
         """Return what ``complete`` returns for the same message unstreamed."""
         if not self.done:
-            raise StreamProblem("ended before message_stop", retryable=True)
+            raise _StreamProblem("ended before message_stop", retryable=True)
         content: list[_Block] = []
         for index in sorted(self._blocks):
             block, parts = self._blocks[index], self._parts[index]

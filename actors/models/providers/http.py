@@ -91,7 +91,7 @@ def redacted_url(url: str) -> str:
     return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
 
 
-class AttemptFailed(Exception):
+class _Attempt(Exception):
     """One failed attempt: the error to raise if no retry follows, and how long to wait."""
 
     def __init__(self, error: ModelError, retry_after: float | None = None) -> None:
@@ -207,7 +207,7 @@ class JsonHttpClient:
             try:
                 response, at = self.open(body, timeout)
                 return self.read_json(response, at, timeout)
-            except AttemptFailed as failed:
+            except _Attempt as failed:
                 self.after_failure(tries, failed)
 
     def tries(self) -> Tries:
@@ -227,7 +227,7 @@ class JsonHttpClient:
             raise self._final(tries.error, tries.attempt - 1, tail) from None
         return min(self._timeout, remaining)
 
-    def after_failure(self, tries: Tries, failed: AttemptFailed) -> None:
+    def after_failure(self, tries: Tries, failed: _Attempt) -> None:
         """Wait before the next attempt, or raise the error if the policy gives up.
 
         Raises:
@@ -257,7 +257,7 @@ class JsonHttpClient:
         The caller reads the body (:meth:`body_chunks`) and closes the response.
 
         Raises:
-            AttemptFailed: no response, or a non-2xx one (its error body read and closed).
+            _Attempt: no response, or a non-2xx one (its error body read and closed).
         """
         request = self._client.build_request(
             "POST", self._url, content=body, headers=self._headers, timeout=timeout
@@ -267,12 +267,12 @@ class JsonHttpClient:
             try:
                 response = self._client.send(request, stream=True)
             except httpx.TimeoutException:
-                raise AttemptFailed(self._timed_out(timeout)) from None
+                raise _Attempt(self._timed_out(timeout)) from None
             except httpx.TransportError as e:
                 verb = (
                     "cannot connect to" if isinstance(e, httpx.ConnectError) else "lost the link to"
                 )
-                raise AttemptFailed(
+                raise _Attempt(
                     self.fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
                 ) from None
         status = response.status_code
@@ -282,13 +282,13 @@ class JsonHttpClient:
         detail = excerpt(error_detail(raw), self._secrets)
         retry = is_retryable_status(status)
         wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
-        raise AttemptFailed(self.fail(f"HTTP {status}: {detail}", status, retry), wait)
+        raise _Attempt(self.fail(f"HTTP {status}: {detail}", status, retry), wait)
 
     def read_json(self, response: httpx.Response, at: float, timeout: float) -> dict[str, Any]:
         """Read the body of an :meth:`open` response and return it as a JSON object.
 
         Raises:
-            AttemptFailed: reading failed, or the body is not a JSON object.
+            _Attempt: reading failed, or the body is not a JSON object.
         """
         raw = self._read(response, at, timeout)
         try:
@@ -297,7 +297,7 @@ class JsonHttpClient:
             data = None
         if not isinstance(data, dict):
             shown = self.shown(raw.decode("utf-8", errors="replace"))
-            raise AttemptFailed(
+            raise _Attempt(
                 self.fail(
                     f"HTTP {response.status_code} with a body that is not a JSON object: {shown!r}",
                     response.status_code,
@@ -313,7 +313,7 @@ class JsonHttpClient:
         except httpx.TransportError:
             got = b"".join(chunks)
             shown = self.shown(got.decode("utf-8", errors="replace"))
-            raise AttemptFailed(
+            raise _Attempt(
                 self.fail(
                     f"HTTP {response.status_code} body cut off after {len(got)} bytes: {shown!r}",
                     response.status_code,
@@ -331,13 +331,13 @@ class JsonHttpClient:
         time between chunks (its time still counts against the attempt).
 
         Raises:
-            AttemptFailed: the attempt's time ran out, or the body passed the size cap.
+            _Attempt: the attempt's time ran out, or the body passed the size cap.
             httpx.TransportError: the connection broke (the caller says what was cut).
         """
         status = response.status_code
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._max_bytes:
-            raise AttemptFailed(self._too_big(status, f"Content-Length {declared}"))
+            raise _Attempt(self._too_big(status, f"Content-Length {declared}"))
         pieces = response.iter_bytes()
         size = 0
         while True:
@@ -345,15 +345,15 @@ class JsonHttpClient:
                 with self._deadline.until(at):
                     chunk = next(pieces, None)
             except httpx.TimeoutException:
-                raise AttemptFailed(self._timed_out(timeout, status, "reading the body")) from None
+                raise _Attempt(self._timed_out(timeout, status, "reading the body")) from None
             if chunk is None:
                 return
             size += len(chunk)
             if size > self._max_bytes:
-                raise AttemptFailed(self._too_big(status, f"{size:,} bytes read"))
+                raise _Attempt(self._too_big(status, f"{size:,} bytes read"))
             # With a caller's client the reads are bounded one by one only.
             if self._clock() >= at:
-                raise AttemptFailed(self._timed_out(timeout, status, "reading the body"))
+                raise _Attempt(self._timed_out(timeout, status, "reading the body"))
             yield chunk
 
     def shown(self, text: str) -> str:

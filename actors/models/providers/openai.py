@@ -34,7 +34,7 @@ from actors.models.providers.mapping import (
     optional_fields,
     tool_arguments,
 )
-from actors.models.providers.sse import SseEvent, StreamProblem, decode_event, stream_reply
+from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 from eventlog.ids import stable_hash
@@ -348,12 +348,12 @@ class ChunkReader:
             self.done = True
             return ""
         if event.event == "error":
-            raise StreamProblem(
+            raise _StreamProblem(
                 "with an error event", error_detail(event.data.encode()), retryable=True
             )
         chunk: _Chunk = decode_event(event, _Chunk)
         if chunk.error is not None:
-            raise StreamProblem(
+            raise _StreamProblem(
                 "with an error event", error_detail(event.data.encode()), retryable=True
             )
         self._id = self._id or chunk.id
@@ -377,9 +377,9 @@ class ChunkReader:
     def response(self) -> ModelResponse:
         """Return what ``complete`` returns for the same completion unstreamed."""
         if not self.done and self._finish is None:
-            raise StreamProblem("ended before [DONE]", retryable=True)
+            raise _StreamProblem("ended before [DONE]", retryable=True)
         if not self._choice:
-            raise StreamProblem("with no choices")
+            raise _StreamProblem("with no choices")
         calls = [self._calls[index].call() for index in sorted(self._calls)]
         message = _Message(
             content="".join(self._text),

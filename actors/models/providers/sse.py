@@ -29,7 +29,7 @@ import httpx
 import msgspec
 
 from actors.models.protocol import STREAM_INTERRUPTED, ModelResponse, StreamItem
-from actors.models.providers.http import AttemptFailed, JsonHttpClient
+from actors.models.providers.http import JsonHttpClient, _Attempt
 from eventlog.blocks import TextBlock
 from eventlog.errors import ModelError
 
@@ -41,7 +41,7 @@ class SseEvent(msgspec.Struct, frozen=True, kw_only=True):
     data: str = ""
 
 
-class StreamProblem(Exception):
+class _StreamProblem(Exception):
     """The stream cannot be mapped (or said it failed); becomes the attempt's error.
 
     Args:
@@ -73,13 +73,16 @@ class SseParser:
         self._event = ""
         self._data: list[str] = []
         self.received = 0
+        self._problem: _StreamProblem | None = None
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Take the next bytes of the body; return the events they complete.
 
         Raises:
-            StreamProblem: a line that is not UTF-8 text.
+            _StreamProblem: an earlier line was not UTF-8 text.
         """
+        if self._problem is not None:
+            raise self._problem
         self.received += len(chunk)
         if self._cr:
             chunk = b"\r" + chunk
@@ -98,7 +101,13 @@ class SseParser:
         return self._lines(lines)
 
     def close(self) -> list[SseEvent]:
-        """Take the end of the body; return the event a last lone CR completes, if any."""
+        """Take the end of the body; return the event a last lone CR completes, if any.
+
+        Raises:
+            _StreamProblem: a line was not UTF-8 text.
+        """
+        if self._problem is not None:
+            raise self._problem
         if not self._cr:
             return []
         self._cr = False
@@ -118,7 +127,11 @@ class SseParser:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise StreamProblem("with a line that is not UTF-8 text", repr(raw[:200])) from None
+                # Raised on the next call: the events before it (the stream's end among
+                # them, perhaps) are delivered first.
+                shown = repr(raw[:200])
+                self._problem = _StreamProblem("with a line that is not UTF-8 text", shown)
+                break
             if self._first:
                 self._first = False
                 line = line.removeprefix("\ufeff")  # a byte order mark may open the stream
@@ -143,7 +156,7 @@ class StreamReader(Protocol):
         """Take one event; return the reply text it adds (``""`` for none).
 
         Raises:
-            StreamProblem: an error event, or an event the adapter cannot map.
+            _StreamProblem: an error event, or an event the adapter cannot map.
         """
         ...
 
@@ -151,7 +164,7 @@ class StreamReader(Protocol):
         """Return the whole reply, as ``complete`` maps the same reply unstreamed.
 
         Raises:
-            StreamProblem: the stream ended before the reply did, or holds none.
+            _StreamProblem: the stream ended before the reply did, or holds none.
         """
         ...
 
@@ -185,7 +198,7 @@ def stream_reply(
                     pieces += isinstance(item, str)
                     yield item
             return
-        except AttemptFailed as failed:
+        except _Attempt as failed:
             if pieces:
                 raise interrupted(failed.error, pieces) from None
             http.after_failure(tries, failed)
@@ -212,7 +225,7 @@ def _attempt(
     """Run one attempt: yield its text pieces, then its response.
 
     Raises:
-        AttemptFailed: the attempt failed (the caller decides about retrying).
+        _Attempt: the attempt failed (the caller decides about retrying).
     """
     response, at = http.open(body, timeout)
     if not is_event_stream(response):
@@ -229,12 +242,12 @@ def _attempt(
         reply = reader.response()
     except httpx.TransportError:
         what = f"HTTP {status} stream cut off after {parser.received:,} bytes"
-        raise AttemptFailed(http.fail(what, status, retry=True)) from None
-    except StreamProblem as problem:
+        raise _Attempt(http.fail(what, status, retry=True)) from None
+    except _StreamProblem as problem:
         what = f"HTTP {status} stream {problem.what}"
         if problem.shown:
             what += f": {http.shown(problem.shown)!r}"
-        raise AttemptFailed(http.fail(what, status, problem.retryable)) from None
+        raise _Attempt(http.fail(what, status, problem.retryable)) from None
     finally:
         response.close()  # also when the consumer stops early: the connection is dropped
     yield reply
@@ -246,14 +259,15 @@ def _texts(events: Iterator[SseEvent], reader: StreamReader) -> Iterator[str]:
     Reading the few bytes after ``[DONE]`` / ``message_stop`` (the end of the chunked
     body) keeps the connection for the next call: closing a response mid-body drops it,
     and a new connection costs a TLS handshake. Once the reply is whole, a failure (a
-    server holding the body open until the attempt's time is up) only ends the reading.
+    server holding the body open until the attempt's time is up, bytes that are not
+    text) only ends the reading.
     """
     try:
         for event in events:
             text = "" if reader.done else reader.feed(event)
             if text:
                 yield text
-    except (httpx.TransportError, AttemptFailed):
+    except (httpx.TransportError, _Attempt, _StreamProblem):
         if not reader.done:
             raise
 
@@ -274,9 +288,9 @@ def decode_event(event: SseEvent, shape: type[Any]) -> Any:
     """Return the JSON data of ``event`` decoded as ``shape``.
 
     Raises:
-        StreamProblem: the data is not JSON of that shape.
+        _StreamProblem: the data is not JSON of that shape.
     """
     try:
         return msgspec.json.decode(event.data, type=shape)
     except msgspec.DecodeError as e:  # ValidationError is a DecodeError
-        raise StreamProblem(f"with an event that cannot be read ({e})", event.data) from None
+        raise _StreamProblem(f"with an event that cannot be read ({e})", event.data) from None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.models.providers.sse import SseEvent, SseParser, StreamProblem
+from actors.models.providers.sse import SseEvent, SseParser, _StreamProblem
 
 LINE = st.text(st.characters(exclude_characters="\r\n", exclude_categories=["Cs"]), max_size=20)
 EVENT = st.tuples(st.one_of(st.none(), LINE), st.lists(LINE, min_size=1, max_size=3))
@@ -66,7 +66,7 @@ def test_an_event_without_its_blank_line_at_the_end_is_dropped() -> None:
 
 
 def test_a_line_that_is_not_utf8_is_a_stream_problem() -> None:
-    with pytest.raises(StreamProblem, match="not UTF-8"):
+    with pytest.raises(_StreamProblem, match="not UTF-8"):
         parse(b"data: \xff\xfe\n\n", [])
 
 

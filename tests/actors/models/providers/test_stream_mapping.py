@@ -256,3 +256,14 @@ def test_crlf_and_cr_line_ends_and_one_byte_chunks_parse_the_same(
 
     assert ["line ", "ends"] == streamed(model.stream(REQUEST))[0]
     assert ["line ", "ends"] == streamed(model.stream(REQUEST))[0]
+
+
+def test_whatever_follows_the_streams_end_is_read_and_ignored(
+    server: FakeServer, openai_model: MakeOpenAI
+) -> None:
+    after = [openai_chunk({"content": "late"}), b"data: \xff\xfe\n\n"]  # more text, not UTF-8
+    server.reply(sse_reply([*openai_stream(["on time"]), *after]))
+
+    pieces, response = streamed(openai_model().stream(REQUEST))
+
+    assert (["on time"], [TextBlock(text="on time")]) == (pieces, response.content)
