@@ -15,8 +15,9 @@ import httpx
 from actors.errors import ProviderConfigError
 from actors.models.providers import anthropic, openai
 from actors.models.providers.anthropic import AnthropicModel
-from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, RetryPolicy, Sleep
+from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, Sleep
 from actors.models.providers.openai import OpenAIChatModel
+from actors.models.providers.retry import RetryPolicy
 from eventlog.errors import clipped, quoted
 
 ProviderModel = OpenAIChatModel | AnthropicModel
