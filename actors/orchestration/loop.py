@@ -16,6 +16,7 @@ from typing import Any
 from actors.errors import CallCancelled, CallTimedOut, OutputInvalid, RunCancelled
 from actors.models.calls import call_off_thread
 from actors.models.protocol import (
+    STREAM_INTERRUPTED,
     Model,
     ModelRequest,
     ModelResponse,
@@ -89,9 +90,6 @@ class Conversation:
         self.messages.append(Message(role=msg_role, content=list(stored.event.node.content)))
         return node.node_id
 
-
-#: The ``error_type`` of a stream cut after it started: the same model is asked once more.
-STREAM_INTERRUPTED = "StreamInterrupted"
 
 #: A built-in tool handled by the Brain itself (``dispatch``): it records its own events.
 Builtin = Callable[[ToolCallBlock], ToolResultBlock]
