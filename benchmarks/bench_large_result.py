@@ -30,13 +30,16 @@ from pathlib import Path
 
 import pydantic
 
+from actors.models.scripted import ScriptedModel
+from actors.models.tools import FunctionTool
+from actors.runtime.runtime import Runtime
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rss_mb() -> float:
     """Return the current resident set size in MB (from /proc, Linux)."""
-    with open("/proc/self/statm") as f:
-        pages = int(f.read().split()[1])
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
@@ -50,19 +53,16 @@ def _dir_bytes(path: Path) -> int:
 
 def child(work: Path, mb: int) -> dict[str, float]:
     """Run the session in this process; return the measures."""
-    from actors.models.scripted import ScriptedModel
-    from actors.models.tools import FunctionTool
-    from actors.runtime.runtime import Runtime
-
     size = mb * 1_000_000
     line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?\n"
     text = (line * (size // len(line) + 1))[:size]
+    box = [text]
 
     class NoArgs(pydantic.BaseModel):
         pass
 
     def dump(args: NoArgs) -> str:
-        return text
+        return box[0]
 
     script = {
         "rules": [
@@ -88,7 +88,7 @@ def child(work: Path, mb: int) -> dict[str, float]:
     # Fsync floor: the same bytes written once to a file, durably.
     t0 = time.perf_counter()
     floor_path = work / "floor.bin"
-    with open(floor_path, "wb") as f:
+    with floor_path.open("wb") as f:
         f.write(text.encode())
         f.flush()
         os.fsync(f.fileno())
@@ -102,6 +102,7 @@ def child(work: Path, mb: int) -> dict[str, float]:
         out = session.run("Read the dump.", model=ScriptedModel(script), tools=[tool])
         seconds = time.perf_counter() - t0
         assert out.status == "completed", out
+    box.clear()
     del text
     db = sum(p.stat().st_size for p in home.glob("sessions.sqlite*"))
     artifacts = _dir_bytes(home / "artifacts") if (home / "artifacts").exists() else 0
@@ -147,10 +148,8 @@ def main() -> None:
     print(f"| peak RSS | {m['peak']:.0f} MB | - |")
     print(f"| peak RSS − RSS before | {grew:.0f} MB | {grew / size_mb:.2f} |")
     print(f"| run, wall s | {m['seconds']:.2f} | - |")
-    floor = m["floor_s"]
-    print(
-        f"| write + fsync of the bytes once, s | {floor:.2f} | run / floor {m['seconds'] / floor:.1f} |"
-    )
+    floor, ratio = m["floor_s"], m["seconds"] / m["floor_s"]
+    print(f"| write + fsync of the bytes once, s | {floor:.2f} | run / floor {ratio:.1f} |")
 
 
 if __name__ == "__main__":
