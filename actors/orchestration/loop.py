@@ -178,8 +178,8 @@ def call_model(
 ) -> tuple[list[ContentBlock], str, Usage]:
     """Call the model chain for ``role``; every candidate is recorded; return the reply.
 
-    ``on_too_long``: when the chain failed on a context-length error, compacts and
-    returns the new messages; the call is then made once more (a new ``call_index``).
+    ``on_too_long``: after a context-length error of the chain, it compacts and returns
+    the new messages; the call is made once more, as a new call (docs/context.md).
 
     Raises:
         ModelError: every candidate failed (each one recorded as ``model_failed``).
@@ -219,14 +219,10 @@ def call_model(
         )
         return responded.content, responded.stop_reason, responded.usage
     assert last is not None
-    if on_too_long is not None and is_context_overflow(last):
-        # One compaction and one retry (docs/context.md), both recorded.
-        messages = on_too_long()
-        return call_model(
-            env, rec, role=role, phase=phase, messages=messages, system=system, tools=tools,
-            task_id=task_id, settings=settings,
-        )  # fmt: skip
-    raise last
+    if on_too_long is None or not is_context_overflow(last):
+        raise last
+    return call_model(env, rec, role=role, phase=phase, messages=on_too_long(), system=system,
+                      tools=tools, task_id=task_id, settings=settings)  # fmt: skip
 
 
 def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
