@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from _cli_helpers import Where, invoke
 
+from actors.errors import TeamError
 from actors.models.scripted import ScriptedModel
 from actors.orchestration.compaction import SUMMARY_HEAD
+from actors.orchestration.team import Role, Team, resolve
 from actors.replay.inputs import RunInputs
 from actors.runtime.runtime import Runtime
 from eventlog.events import (
@@ -164,3 +167,42 @@ def test_a_new_run_records_its_windows_and_budget(rt: Runtime) -> None:
     assert context is not None
     assert ({"default": WINDOW, "router": 5000}, 0.8) == (context.windows, context.budget)
     assert (BUDGET, 4000) == (context.budget_for("lead"), context.budget_for("router"))
+
+
+def test_a_team_sets_a_role_s_window_and_the_summariser_s_model_and_instructions(
+    rt: Runtime,
+) -> None:
+    summariser = ScriptedModel(
+        {"rules": [{"role": "summarizer", "replies": [{"text": "Terse summary."}]}]},
+        name="summ",
+    )
+    team = Team(
+        roles=[Role("lead", context_window=400)],
+        primary="lead",
+        summarizer=Role("summarizer", instructions="Be terse.", model=summariser),
+    )
+    session = rt.new_session()
+    for i in range(1, 8):
+        out = session.run(f"Question {i}: what is six times seven?", model=model(None), team=team)
+        assert "completed" == out.status, out.error
+    events = rt.store.read_events(session.id)
+
+    summaries = [
+        e.event
+        for e in events
+        if isinstance(e.event, ModelRequested) and e.event.role == "summarizer"
+    ]
+    assert summaries and {"summ"} == {r.model for r in summaries}
+    assert all("Be terse." in r.system for r in summaries)
+    (first,) = [e.event for e in events if isinstance(e.event, RunStarted)][:1]
+    inputs = RunInputs.from_metadata(first.metadata)
+    assert inputs.context is not None and {"lead": 400} == inputs.context.windows
+    assert inputs.team is not None and inputs.team.summarizer is not None
+    assert "Be terse." == inputs.team.summarizer.instructions
+    report = rt.replay(session.id)
+    assert report.identical, report.summary()
+
+
+def test_summarizer_is_a_reserved_role_name() -> None:
+    with pytest.raises(TeamError, match="summarizer"):
+        resolve(Team(roles=[Role("summarizer")]), (), lambda spec: model())
