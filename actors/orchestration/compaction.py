@@ -27,7 +27,6 @@ from typing import Any, Final
 
 import msgspec
 
-from actors.models.protocol import ModelSettings
 from actors.models.tools import ToolRegistry
 from actors.orchestration.artifact_tool import with_artifact_reader
 from actors.orchestration.env import SessionEnv
@@ -163,6 +162,7 @@ class ContextGuard:
             metadata={"compacted": compacted, "trigger": trigger, "role": agent.role},
         )
         conv.messages = build_context(env.store.read_active_path(env.session_id, conv.tip))
+        self._messages.clear()  # the replaced messages need not stay alive for the cache
         return True
 
     def _summarise(
@@ -188,9 +188,7 @@ class ContextGuard:
                 messages=[Message(role="user", content=[TextBlock(text=prompt)])],
                 system=system,
                 task_id=agent.task_id,
-                settings=ModelSettings(
-                    max_tokens=settings.max_tokens, temperature=settings.temperature
-                ),
+                settings=settings,
             )
         except ModelError:
             return None  # recorded (model_failed); the call goes ahead uncompacted
