@@ -92,6 +92,8 @@ class ScriptRule(pydantic.BaseModel):
 class Script(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     delay_ms: DelayMs = 0
+    #: The context window the model declares, in tokens (docs/context.md); None: none.
+    context_window: int | None = pydantic.Field(default=None, gt=0)
     rules: list[ScriptRule] = pydantic.Field(min_length=1)
 
 
@@ -167,7 +169,11 @@ def _read_script_file(path: Path) -> str:
 
 
 class ScriptedModel:
-    """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply."""
+    """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply.
+
+    ``context_window`` (or the script's ``"context_window"``) declares a window in tokens,
+    so a test can drive compaction with a small one.
+    """
 
     def __init__(
         self,
@@ -175,15 +181,23 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         delay_ms: int | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
         if delay_ms is not None and not 0 <= delay_ms <= MAX_DELAY_MS:
             raise ScriptError(f"delay_ms must be 0 to {MAX_DELAY_MS} ms, not {delay_ms}")
+        if context_window is not None and context_window <= 0:
+            raise ScriptError(
+                f"context_window must be a positive number of tokens, not {context_window}"
+            )
         self.name = name
         self._delay_ms = self.script.delay_ms if delay_ms is None else delay_ms
         # Requests whose stream was already cut (``stream_cut_after``), by request hash.
         self._cut: set[str] = set()
         self._lock = threading.Lock()
+        self.context_window = (
+            self.script.context_window if context_window is None else context_window
+        )
 
     def _rule_for(self, request: ModelRequest) -> ScriptRule:
         last_user = ""

@@ -32,6 +32,7 @@ from actors.models.protocol import ModelRequest, ModelResponse, StreamItem, Tool
 from actors.models.providers.http import HttpModel, HttpOptions, error_detail
 from actors.models.providers.mapping import block_text, optional_fields, tool_arguments
 from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
+from actors.models.windows import known_window
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 
@@ -57,6 +58,8 @@ class AnthropicModel(HttpModel):
         base_url: without ``/v1``; ``/v1/messages`` is appended.
         api_key: sent as ``x-api-key``; ``None`` only for a gateway that adds it.
         options: timeout, retry policy and seams.
+        context_window: the model's context window in tokens (default: known for
+            common models, see ``actors/models/windows.py``).
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class AnthropicModel(HttpModel):
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         options: HttpOptions | None = None,
+        context_window: int | None = None,
     ) -> None:
         headers = {"anthropic-version": API_VERSION}
         if api_key:
@@ -78,6 +82,8 @@ class AnthropicModel(HttpModel):
             api_key=api_key,
             options=options,
         )
+        #: The window clew budgets against (docs/context.md): given, else the model's known one.
+        self.context_window = context_window or known_window(model)
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         return messages_payload(self.model, request)

@@ -35,6 +35,7 @@ from actors.models.providers.mapping import (
     tool_arguments,
 )
 from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
+from actors.models.windows import known_window
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 from eventlog.ids import stable_hash
@@ -59,6 +60,8 @@ class OpenAIChatModel(HttpModel):
         base_url: up to and including ``/v1``; ``/chat/completions`` is appended.
         api_key: sent as ``Authorization: Bearer``; ``None`` for local servers.
         options: timeout, retry policy and seams.
+        context_window: the model's context window in tokens (default: known for
+            common models, see ``actors/models/windows.py``).
         max_tokens_param: the body field carrying ``max_tokens``; OpenAI's
             reasoning models want ``max_completion_tokens``.
     """
@@ -70,6 +73,7 @@ class OpenAIChatModel(HttpModel):
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         options: HttpOptions | None = None,
+        context_window: int | None = None,
         max_tokens_param: str = "max_tokens",
     ) -> None:
         self._max_tokens_param = max_tokens_param
@@ -81,6 +85,8 @@ class OpenAIChatModel(HttpModel):
             api_key=api_key,
             options=options,
         )
+        #: The window clew budgets against (docs/context.md): given, else the model's known one.
+        self.context_window = context_window or known_window(model)
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         return chat_payload(self.model, request, self._max_tokens_param)
