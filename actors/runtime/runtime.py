@@ -18,6 +18,7 @@ from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
 from actors.models.storable import check_storable
 from actors.models.tools import Tool
+from actors.observe.tracing import Tracing
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
@@ -78,6 +79,7 @@ class Runtime:
         fault: FaultPlan | None = None,
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
+        tracing: Tracing = None,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -91,10 +93,14 @@ class Runtime:
                 mount): no writer is started, nothing is created or migrated, and every
                 write — a session, a run, a resume, a switch, a lock — raises
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
+            tracing: OpenTelemetry spans of every run (``clew[otel]``; see
+                docs/runtime.md): None traces when the app has set a tracer provider,
+                True through the global provider, False never; or a ``TracerProvider``.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
                 or its schema cannot be read without migrating it).
+            UsageError: ``tracing`` is asked for and OpenTelemetry is not installed.
         """
         self._engine = Engine(
             Path(home).expanduser(),
@@ -106,6 +112,7 @@ class Runtime:
             fault=fault,
             environ=environ,
             read_only=read_only,
+            tracing=tracing,
         )
         engine = self._engine
         #: The clew home directory.
@@ -122,6 +129,8 @@ class Runtime:
         self.ids: IdSource = engine.ids
         #: The default settings of a run.
         self.settings: RunSettings = engine.settings
+        #: True when every run's spans go to OpenTelemetry (see ``tracing``).
+        self.tracing: bool = engine.tracing
 
     @classmethod
     def from_env(

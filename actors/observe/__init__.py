@@ -1,0 +1,6 @@
+"""The observe room: what a running clew shows to the outside, fed by the commit listeners.
+
+``tracing`` (turn OpenTelemetry spans on or off for a runtime; imports no OpenTelemetry)
+· ``otel`` (the spans of each run, folded from the committed events: the ``clew[otel]``
+extra).
+"""
