@@ -6,7 +6,8 @@ The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, veri
 ``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
 (the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
 reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
-the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
+the scripted model, providers) · ``observe/`` (OpenTelemetry spans of each run) ·
+``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (
