@@ -93,16 +93,15 @@ class Runtime:
                 mount): no writer is started, nothing is created or migrated, and every
                 write — a session, a run, a resume, a switch, a lock — raises
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
-            tracing: OpenTelemetry spans of every run (``clew[otel]``; see
-                docs/runtime.md): None traces when the app has set a tracer provider,
-                True through the global provider, False never; or a ``TracerProvider``.
+            tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
+                app has set a tracer provider; True, False, or a ``TracerProvider``.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
                 or its schema cannot be read without migrating it).
-            UsageError: ``tracing`` is asked for and OpenTelemetry is not installed.
+            UsageError: ``tracing`` is asked for without OpenTelemetry installed.
         """
-        self._engine = Engine(
+        self._engine = engine = Engine(
             Path(home).expanduser(),
             Path(project_dir) if project_dir is not None else Path.cwd(),
             durability=durability,
@@ -114,7 +113,6 @@ class Runtime:
             read_only=read_only,
             tracing=tracing,
         )
-        engine = self._engine
         #: The clew home directory.
         self.home: Path = engine.home
         #: Where the Task WALs live (``<project>/.clew/tasks``).
@@ -129,8 +127,11 @@ class Runtime:
         self.ids: IdSource = engine.ids
         #: The default settings of a run.
         self.settings: RunSettings = engine.settings
-        #: True when every run's spans go to OpenTelemetry (see ``tracing``).
-        self.tracing: bool = engine.tracing
+
+    @property
+    def tracing(self) -> bool:
+        """True when every run's spans go to OpenTelemetry (``Runtime(tracing=…)``)."""
+        return self._engine.tracing
 
     @classmethod
     def from_env(
