@@ -69,6 +69,28 @@ def test_an_app_that_set_a_tracer_provider_gets_spans_unless_it_turns_them_off(
     )
 
 
+def test_an_app_that_never_imported_opentelemetry_does_not_pay_for_importing_it(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import sys; from actors.runtime.runtime import Runtime\n"
+        "with Runtime(sys.argv[1], sys.argv[2]) as rt:\n"
+        "    print(rt.tracing, 'opentelemetry' in sys.modules)"
+    )
+    env = child_env()
+    env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "home"), str(tmp_path / "project")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert (0, "False False") == (done.returncode, done.stdout.strip()), done.stderr
+
+
 def test_without_a_tracer_provider_nothing_is_subscribed_to_the_writer(tmp_path: Path) -> None:
     assert not provider_is_set()  # this process never sets one (see the module docstring)
     project = tmp_path / "project"
