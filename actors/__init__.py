@@ -6,12 +6,14 @@ The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, veri
 ``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
 (the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
 reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
-the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
+the scripted model, providers) · ``observe/`` (the run digest's log lines, OpenTelemetry
+spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (
     Divergence,
     NeedsResume,
+    NothingToCancel,
     NothingToResume,
     OutputInvalid,
     ProjectDirGone,
@@ -21,7 +23,17 @@ from actors.errors import (
     TeamError,
     UsageError,
 )
-from actors.models.protocol import Model, ModelRequest, ModelResponse, ModelSettings, ToolSpec
+from actors.models.protocol import (
+    AsyncModel,
+    AsyncStreamingModel,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamingModel,
+    TextDelta,
+    ToolSpec,
+)
 from actors.models.scripted import ScriptedModel, load_script
 from actors.models.tools import (
     FunctionTool,
@@ -36,8 +48,11 @@ from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
+from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
-from actors.runtime.runtime import Runtime, Session
+from actors.runtime.handle import RunHandle
+from actors.runtime.runtime import Runtime
+from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
@@ -69,11 +84,15 @@ from eventlog.packets import (
     TaskProgress,
     WorkerResult,
 )
+from eventlog.records import StoredEvent
 
 __all__ = [
     "AgentTaskContext",
     "ArtifactRefBlock",
+    "AsyncModel",
+    "AsyncStreamingModel",
     "BrainTaskContext",
+    "CancelReport",
     "ClewError",
     "ContentBlock",
     "ContextRef",
@@ -93,6 +112,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "NeedsResume",
+    "NothingToCancel",
     "NothingToResume",
     "OutputInvalid",
     "ProjectDirGone",
@@ -102,6 +122,7 @@ __all__ = [
     "ReplayReport",
     "Role",
     "RunDivergence",
+    "RunHandle",
     "RunInputs",
     "RunOutcome",
     "RunSettings",
@@ -113,11 +134,14 @@ __all__ = [
     "SessionCheck",
     "SessionInfo",
     "StoreError",
+    "StoredEvent",
+    "StreamingModel",
     "TaskGraphError",
     "TaskProgress",
     "Team",
     "TeamError",
     "TextBlock",
+    "TextDelta",
     "Tool",
     "ToolCallBlock",
     "ToolContext",

@@ -98,6 +98,10 @@ class EndOfRecording(ClewError):
     """A replay reached the end of an interrupted run's recording."""
 
 
+class NothingToCancel(Refused):
+    """The session has no run in progress (nor an interrupted one) to cancel."""
+
+
 class NeedsResume(Refused):
     """The session has an interrupted run: it must be resumed before a new run starts."""
 
@@ -115,6 +119,27 @@ class RunInterrupted(ClewError):
     replay differently from the code that re-executes it (see
     docs/replay-and-recovery.md, "Environment failures").
     """
+
+
+class RunCancelled(ClewError):
+    """Control flow: the run noticed a cancellation (its ``run_cancelling`` is recorded)
+    and unwinds to the Brain or worker that ends it as cancelled. Never an outcome of a
+    model or a tool."""
+
+    def __init__(self, reason: str, *, source: str, during: str = "", scope: str = "run") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.source = source
+        self.during = during
+        self.scope = scope
+
+
+class CallCancelled(ClewError):
+    """A model or tool call's run was cancelled while the call ran (it may still run)."""
+
+
+class CallTimedOut(ClewError):
+    """A model or tool call did not return within its timeout (it may still run)."""
 
 
 class Unencodable(ClewError, ValueError):

@@ -28,7 +28,13 @@ EndReason = Literal[
     "prompt_too_long",
     "max_output_tokens_recovery",
     "failed",
+    "cancelled",
 ]
+#: Who asked a run to stop: its handle, Ctrl-C in the embedding process, another
+#: process (``clew cancel``), or one of the run's timeouts.
+CancelSource = Literal["handle", "interrupt", "external", "timeout"]
+#: What the run was doing when it noticed: between steps, in a model call, in a tool call.
+CancelPhase = Literal["", "model", "tool"]
 AgentType = Literal["main", "orchestrator", "sub", "fork"]
 NodeRole = Literal["user", "assistant", "tool", "system"]
 NodeType = Literal[
@@ -304,6 +310,22 @@ class FixIteration(_Event, frozen=True, kw_only=True, tag="fix_iteration"):
     trigger: str
 
 
+class RunCancelling(_Event, frozen=True, kw_only=True, tag="run_cancelling"):
+    """The run noticed a cancellation here and stops: its last steps follow.
+
+    Recorded at the exact point the run stopped, so a replay stops there too (a
+    re-executed run meeting this event where it would emit another one stops).
+    ``scope`` is ``run`` when the whole main run stops, ``worker`` when only this
+    worker's run does (its own timeout).
+    """
+
+    LEVEL: ClassVar[Level] = "warning"
+    reason: str
+    source: CancelSource
+    during: CancelPhase = ""
+    scope: Literal["run", "worker"] = "run"
+
+
 Event = (
     SessionCreated
     | SessionArchived
@@ -330,6 +352,7 @@ Event = (
     | TodoPlanned
     | TodoUpdated
     | FixIteration
+    | RunCancelling
 )
 
 EVENT_TYPES: dict[str, type[_Event]] = {
@@ -360,6 +383,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         TodoPlanned,
         TodoUpdated,
         FixIteration,
+        RunCancelling,
     )
 }
 

@@ -16,6 +16,7 @@ The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task 
     handoff packet     <run>/handoff/<task>
     derived in a run   <run>:<kind><n>         (nodes: <run>:n<k>)
     event              <run>#<run_seq>, or <sid>#s<seq> for an event of no run
+                       (every id above starts with <sid>: ``session_of`` reads it back)
     artifact           art_<sha256(<sid>:<content sha256>)[:24]>
     review task        review, review-2, review-3 …
     dispatched task    dispatch-1, dispatch-2 …    (the primary's dispatch calls, in order)
@@ -37,6 +38,7 @@ SESSION_ID_RE = re.compile(r"^[a-zA-Z0-9_]+$")
 # Long enough for any id clew generates (~26 chars) plus user-chosen prefixes; short
 # enough that ``events_<sid>`` stays a sane identifier.
 MAX_SESSION_ID_LEN = 128
+_SESSION_PREFIX = re.compile(r"[a-zA-Z0-9_]+")
 
 _BRAIN = "brain"
 _HANDOFF = "handoff"
@@ -105,6 +107,14 @@ def task_of(worker_agent: str) -> str:
     return worker_agent.rsplit("/", 1)[-1]
 
 
+def main_run_of(worker_agent: str) -> str | None:
+    """Return the main run of a worker agent (``<run>/<task>`` → ``<run>``); None for an
+    agent that is not a main run's worker."""
+    run, sep, _ = worker_agent.rpartition("/")
+    agent = run.rpartition(":")[0]
+    return run if sep and is_main_run(session_of(run), agent) else None
+
+
 def handoff_id(run_id: str, task_id: str) -> str:
     """Return the id of the handoff packet of task ``task_id`` of main run ``run_id``."""
     return f"{run_id}/{_HANDOFF}/{task_id}"
@@ -152,6 +162,13 @@ def wal_name_for(run_id: str) -> str:
 def relative(session_id: str, ident: str) -> str:
     """Return ``ident`` without its session prefix (``sess_x:brain:r1`` → ``brain:r1``)."""
     return ident.removeprefix(f"{session_id}:")
+
+
+def session_of(ident: str) -> str:
+    """Return the session id that an id of the session begins with (an event, run, agent or
+    node id: ``sess_x:brain:r1#4`` → ``sess_x``); a session id is returned as it is."""
+    match = _SESSION_PREFIX.match(ident)
+    return match.group(0) if match else ident
 
 
 def qualified(session_id: str, ident: str) -> str:

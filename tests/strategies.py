@@ -400,6 +400,13 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "fix_iteration": st.builds(
         ev.FixIteration, iteration=st.integers(min_value=1, max_value=10), trigger=texts
     ),
+    "run_cancelling": st.builds(
+        ev.RunCancelling,
+        reason=texts,
+        source=_literal(ev.CancelSource),
+        during=_literal(ev.CancelPhase),
+        scope=st.sampled_from(["run", "worker"]),
+    ),
 }
 
 _missing = set(ev.EVENT_TYPES) ^ set(_EVENT_STRATEGIES)

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from actors.cli.logs import LogFormatOption, LogLevelOption, configure_logging
 from actors.cli.options import BEFORE_COMMAND, Home, Project
 
 
@@ -39,6 +40,8 @@ app = typer.Typer(
 def _root(
     home: Home = None,
     project: Project = None,
+    log_level: LogLevelOption = None,
+    log_format: LogFormatOption = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -48,6 +51,9 @@ def _root(
 ) -> None:
     """clew: an event-sourced actor runtime for LLM agent sessions.
 
-    --home and --project work before the command or after it.
+    --home and --project work before the command or after it; --log-level and
+    --log-format before it.
     """
     BEFORE_COMMAND.update(home=home, project=project)
+    if log_level is not None or log_format is not None:
+        configure_logging(level=log_level, fmt=log_format)

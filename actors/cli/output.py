@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterable
 from contextlib import suppress
 from types import FrameType
@@ -23,6 +24,7 @@ from typing import Any, NoReturn
 import typer
 
 from actors.errors import UsageError
+from actors.runtime.engine import runs_in_progress
 from eventlog.errors import ECHO_LIMIT, clipped, quoted
 
 __all__ = [
@@ -130,15 +132,24 @@ def usage_error(e: Exception) -> int | None:
     return code
 
 
-def on_interrupt(signum: int, frame: FrameType | None) -> None:
-    """Stop at once on Ctrl-C: one line on stderr, exit 130.
+#: Set when Ctrl-C cancelled a run in progress (typer turns the ``KeyboardInterrupt``
+#: into exit code 130 silently; ``main`` says what happened).
+RUN_INTERRUPTED = threading.Event()
 
-    A ``KeyboardInterrupt`` does not stop a run: the runtime's actors finish it before the
-    main thread can unwind (measured: a Ctrl-C early in ``demo --slow 1000`` returned ~5 s
-    later, after the whole run, with no message). Exiting at once is safe by design: every
-    committed event is durable, and a session killed mid-run is flagged interrupted and
-    finished by ``clew resume`` (the SIGKILL crash tests pin this).
+
+def on_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: cancel the run in progress durably, else stop at once (exit 130).
+
+    With a run in progress the main thread is waiting on its handle: the
+    ``KeyboardInterrupt`` raised here makes the handle cancel the run, wait (≤ 10 s; a
+    second Ctrl-C stops waiting) for ``run_ended(cancelled)`` to be recorded, and
+    unwind to ``main``, which exits 130. Otherwise exiting at once is safe by design:
+    every committed event is durable, and a session killed mid-step is flagged
+    interrupted and finished by ``clew resume`` (the SIGKILL crash tests pin this).
     """
+    if runs_in_progress():
+        RUN_INTERRUPTED.set()
+        raise KeyboardInterrupt
     with suppress(OSError, ValueError):  # a closed or broken stdout must not stop the exit
         sys.stdout.flush()
     os.write(2, b"error: interrupted; a session left mid-run finishes with: clew resume SESSION\n")

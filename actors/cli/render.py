@@ -17,13 +17,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-# The timeline's rows moved to their own module; their names stay importable from here.
-from actors.cli.timeline_rows import (  # noqa: F401
-    TIMELINE_CHUNK,
-    TimelineLayout,
-    print_timeline,
-    timeline_layout,
-)
 from actors.replay.report import ReplayReport
 from actors.runtime.status import SessionInfo
 from actors.tasks.changes import TaskWalReport
@@ -152,7 +145,7 @@ def tree_header(sid: str, row: SessionRow, tree: NodeTree, *, main_runs: int) ->
     return [
         f"[bold]{sid}[/bold] · {len(tree):,} nodes · {main_runs} runs · {where}{forked}",
         "[dim][green]▶[/green] active path  ▸ folded run  [yellow]⑂[/yellow] branch point"
-        "  ◆ compaction  ⑃ fork · --all expands, --run RUN shows one run, --depth N[/dim]",
+        "  ✂ compaction  ⑃ fork · --all expands, --run RUN shows one run, --depth N[/dim]",
     ]
 
 
@@ -187,7 +180,7 @@ def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
     return table
 
 
-# --- timeline: rows in actors/cli/timeline_rows.py (the names stay importable here) -----
+# --- timeline: its rows are in actors/cli/timeline_rows.py ------------------------------
 
 
 # --- replay ------------------------------------------------------------------

@@ -13,7 +13,8 @@ The rules (docs/cli.md, "Reading a long session"):
 - **The active node is always on screen.** It is named in the header, and when the lines
   are taller than the screen, the oldest folded runs at the top level collapse into one
   ``⋯`` line until they fit; the active node's line never does.
-- **Marks.** ``▶`` the active path, ``⑂`` a branch point, ``◆`` a compaction node,
+- **Marks.** ``▶`` the active path, ``⑂`` a branch point, ``✂`` a compaction node (the
+  nodes it replaces stay in the tree, above it),
   ``⑃`` a fork point (another session or agent forked from that node).
 
 Each :class:`Line` is one row of a terminal: the caller prints it without wrapping.
@@ -197,12 +198,24 @@ class TreeView:
         out = ""
         if any(len(self.tree.children(n)) > 1 for n in nodes):
             out += " [yellow]⑂[/yellow]"
-        if any(self.rows[n].node_type == "compaction" for n in nodes):
-            out += " [magenta]◆ compaction[/magenta]"
+        compactions = [n for n in nodes if self.rows[n].node_type == "compaction"]
+        if compactions:
+            out += f" [magenta]{escape(self.compaction(compactions[0]))}[/magenta]"
         forks = [self.forks[n] for n in nodes if n in self.forks]
         if forks:
             out += f" [blue]⑃ {escape(forks[0])}[/blue]"
         return out
+
+    def compaction(self, nid: str) -> str:
+        """Return the mark of a compaction node: what it replaces (the nodes stay above)."""
+        done = self.rows[nid].metadata.get("compacted")
+        if not isinstance(done, dict):
+            return "✂ compaction"
+        span = f"{self.short(done.get('from'))}…{self.short(done.get('through'))}"
+        return f"✂ compacted {done.get('nodes', '?')} nodes ({span})"
+
+    def short(self, ident: object) -> str:
+        return relative(self.sid, ident) if isinstance(ident, str) else "-"
 
     def node_line(self, nid: str, lead: str) -> Line:
         row = self.rows[nid]

@@ -2,7 +2,8 @@
 
 Each row says what a person looks for in it — the role and model of a model call, its
 tokens and how long it took, the tool a call ran and its duration, the node appended,
-the status a run ended with — instead of an opaque ``call_17e6cfd497_0``. Durations
+the status a run ended with — instead of an opaque ``call_17e6cfd497_0``: the summary
+``clew tail`` prints (:mod:`actors.cli.summaries`), plus what needs the rows before. Durations
 are differences of recorded timestamps (a request and its reply, a tool call's start
 and end, a run's start and end), so a replayed session shows the same ones. They
 need the start: a row whose start lies before ``--since`` shows none.
@@ -15,33 +16,18 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, NamedTuple
 
-import msgspec
-
+from actors.cli.summaries import summarise
 from eventlog.events import (
     EVENT_TYPES,
-    ActiveNodeSwitched,
-    AgentCreated,
-    AgentStatusChanged,
-    ArtifactCreated,
-    ClarificationRequested,
-    HandoffSent,
-    InDoubtResolved,
     ModelFailed,
     ModelRequested,
     ModelResponded,
     NodeAppended,
-    PlanRejected,
     RunEnded,
     RunStarted,
-    TodoPlanned,
-    TodoUpdated,
-    TokenUsage,
     ToolCallFinished,
     ToolCallStarted,
     ToolFailed,
-    Usage,
-    WorkerFailed,
-    WorkerResultReceived,
 )
 from eventlog.ids import relative
 from eventlog.records import StoredEvent
@@ -52,8 +38,6 @@ from eventlog.records import StoredEvent
 TIMELINE_CHUNK = 200
 #: The longest details cell off a terminal (on one, the row is cut to its width).
 DETAILS = 100
-#: Compact JSON of a tool call's arguments (msgspec: ~5× ``json.dumps`` per row).
-_encode = msgspec.json.Encoder().encode
 _ANSI = {"warning": "\x1b[33m", "error": "\x1b[31m", "bold": "\x1b[1m"}
 _RESET = "\x1b[0m"
 
@@ -86,10 +70,6 @@ def _ms(start: str | None, end: str) -> str:
     return f" · {took * 1000:.0f} ms" if took < 10 else f" · {took:.1f} s"
 
 
-def _tokens(usage: Usage) -> str:
-    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tok"
-
-
 class Describer:
     """Say what an event is about in one cell; remember the starts that time the ends."""
 
@@ -108,61 +88,32 @@ class Describer:
             found = self._short[ident] = "-" if ident is None else relative(self.sid, ident)
         return found
 
-    def __call__(self, e: StoredEvent) -> str:  # noqa: C901, PLR0911, PLR0912 - one case per event type
-        at = e.created_at
-        match e.event:
+    def __call__(self, e: StoredEvent) -> str:
+        """Return the details cell of ``e``: ``clew tail``'s summary of it (one wording for
+        both commands), and what only a timeline read in order knows — the role a model
+        reply answers and how long a model call, a tool call or a run took. A node is
+        named by its id (what ``switch-node`` takes) rather than its text."""
+        at, event = e.created_at, e.event
+        match event:
             case NodeAppended(node=n):
                 return f"{n.role}/{n.node_type} {self.short(n.node_id)}"
-            case ModelRequested(model=model, role=role, call_index=i, attempt=attempt):
+            case ModelRequested(role=role, call_index=i, attempt=attempt):
                 self._calls[(e.run_id, i, attempt)] = (role, at)
-                return f"{role or '-'} → {model}" + (f" (attempt {attempt})" if attempt > 1 else "")
-            case ModelResponded(model=model, call_index=i, attempt=attempt, usage=usage):
+            case (
+                ModelResponded(call_index=i, attempt=attempt)
+                | ModelFailed(call_index=i, attempt=attempt)
+            ):
                 role, started = self._calls.pop((e.run_id, i, attempt), ("", None))
-                return f"{role or '-'} ← {model} · {_tokens(usage)}{_ms(started, at)}"
-            case ModelFailed(model=model, call_index=i, attempt=attempt, error_type=kind):
-                role, started = self._calls.pop((e.run_id, i, attempt), ("", None))
-                return f"{role or '-'} ✗ {model}: {kind}{_ms(started, at)}"
-            case TokenUsage(model=model, role=role, usage=usage):
-                return f"{role or '-'} · {model} · {_tokens(usage)}"
-            case ToolCallStarted(tool_call_id=call, tool_name=name, arguments=arguments):
+                return f"{role or '-'} ← {summarise(self.sid, event)}{_ms(started, at)}"
+            case ToolCallStarted(tool_call_id=call):
                 self._tools[call] = at
-                return f"{name}({_encode(arguments).decode()})"
-            case ToolCallFinished(tool_call_id=call, tool_name=name, is_error=is_error):
-                outcome = "error" if is_error else "ok"
-                return f"{name} ← {outcome}{_ms(self._tools.pop(call, None), at)}"
-            case ToolFailed(tool_call_id=call, tool_name=name, error_type=kind):
-                return f"{name} ✗ {kind}{_ms(self._tools.pop(call, None), at)}"
-            case InDoubtResolved(tool_name=name, decision=decision):
-                return f"{name}: in doubt → {decision}"
-            case RunStarted(run_id=run, phase=phase):
+            case ToolCallFinished(tool_call_id=call) | ToolFailed(tool_call_id=call):
+                return f"{summarise(self.sid, event)}{_ms(self._tools.pop(call, None), at)}"
+            case RunStarted(run_id=run):
                 self._runs[run] = at
-                return phase or "main"
-            case RunEnded(run_id=run, status=status, end_reason=reason, turn_count=turns):
-                why = "" if reason == status else f" ({reason})"
-                return f"{status}{why} · {turns} turns{_ms(self._runs.pop(run, None), at)}"
-            case AgentCreated(agent_id=agent, agent_type=kind, role=role):
-                return f"{self.short(agent)} {kind}" + (f" {role}" if role else "")
-            case AgentStatusChanged(agent_id=agent, status=status):
-                return f"{self.short(agent)} → {status}"
-            case HandoffSent(packet=p):
-                return f"→ {p.task.agent_role}: {p.task.goal}"
-            case WorkerResultReceived(result=r):
-                return f"← {r.task_id} {r.status}: {r.summary}"
-            case WorkerFailed(task_id=task, error_type=kind):
-                return f"{task} ✗ {kind}"
-            case TodoPlanned(todos=todos):
-                return f"{len(todos)} todos: " + ", ".join(t.id for t in todos)
-            case TodoUpdated(todo_id=todo, status=status):
-                return f"{todo} → {status}"
-            case ActiveNodeSwitched(from_node_id=old, to_node_id=new):
-                return f"{self.short(old)} → {self.short(new)}"
-            case ClarificationRequested(question=question):
-                return f"asks: {question}"
-            case PlanRejected(fallback=fallback):
-                return f"plan rejected → {fallback}"
-            case ArtifactCreated(artifact_id=aid, size_bytes=size):
-                return f"{aid} ({size:,} bytes)"
-        return self.short(e.node_id or e.tool_call_id)
+            case RunEnded(run_id=run):
+                return f"{summarise(self.sid, event)}{_ms(self._runs.pop(run, None), at)}"
+        return summarise(self.sid, event) or self.short(e.node_id or e.tool_call_id)
 
 
 def _one_line(text: str, n: int) -> str:

@@ -23,14 +23,14 @@ interpreter alive.
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 import pydantic
 
-from actors.errors import ToolAborted, ToolTimeout
+from actors.errors import CallCancelled, CallTimedOut, ToolAborted, ToolTimeout
+from actors.models.calls import CancelScope, call_off_thread
 from actors.models.protocol import ToolSpec
 from actors.models.storable import check_storable
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock
@@ -56,6 +56,13 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     role: str
     #: 1 for the first run of the call; 2 when a resume runs it again after a crash.
     attempt: int = 1
+    #: The run's cancellation (None outside a run); read it through :attr:`cancelled`.
+    cancel: CancelScope | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run was asked to stop: a long tool should check it and return."""
+        return self.cancel is not None and self.cancel.cancelled
 
 
 @runtime_checkable
@@ -181,39 +188,48 @@ def invoke(
     ctx: ToolContext | None = None,
     *,
     timeout: float | None,
+    grace: float = 1.0,
 ) -> ToolOutput:
-    """Run the tool (:func:`call_tool`) on a daemon thread; return its output once checked
+    """Run the tool (:func:`call_tool`) on a helper thread; return its output once checked
     storable.
+
+    When the run is cancelled (``ctx.cancel``), the tool sees ``ctx.cancelled`` and has
+    ``grace`` seconds to return; its outcome is then recorded like any other.
 
     Raises:
         ToolTimeout: no return within ``timeout`` seconds (the thread keeps running).
-        ToolAborted: the tool raised a ``BaseException`` that is not an ``Exception``.
+        ToolAborted: the tool raised a ``BaseException`` that is not an ``Exception``,
+            or the run was cancelled and the tool did not return within ``grace``.
         Unencodable: the output cannot be stored in the log.
         Exception: whatever the tool raised, as it raised it.
     """
-    box: list[Any] = []
-    done = threading.Event()
-
-    def body() -> None:
-        try:
-            box.append((True, call_tool(t, args, ctx)))
-        except BaseException as e:
-            box.append((False, e))
-        finally:
-            done.set()
-
-    # A daemon: a tool that never returns must not keep the interpreter alive at exit.
-    threading.Thread(target=body, name=f"clew-tool-{t.name}", daemon=True).start()
-    if not done.wait(timeout):
+    if ctx is not None and ctx.cancelled:
+        raise ToolAborted(
+            "Cancelled", "the run was cancelled before the tool started; it did not run"
+        )
+    try:
+        value = call_off_thread(
+            lambda: call_tool(t, args, ctx),
+            name=f"tool-{t.name}",
+            timeout=timeout,
+            cancel=ctx.cancel if ctx is not None else None,
+            grace=grace,
+        )
+    except CallTimedOut:
         raise ToolTimeout(
             f"the tool did not return within {timeout:g} s; it may still be running"
             " (its result will be ignored)"
-        )
-    ok, value = box[0]
-    if not ok:
-        if isinstance(value, Exception):
-            raise value
-        raise ToolAborted(type(value).__name__, f"the tool raised {value!r}")
+        ) from None
+    except CallCancelled as e:
+        raise ToolAborted(
+            "Cancelled",
+            f"the run was cancelled ({e}) and the tool did not stop within {grace:g} s;"
+            " it may still be running (its result will be ignored)",
+        ) from None
+    except Exception:
+        raise
+    except BaseException as e:
+        raise ToolAborted(type(e).__name__, f"the tool raised {e!r}") from None
     check_storable(value, "the tool's output")
     output: ToolOutput = value
     return output

@@ -13,11 +13,12 @@ taken in the *recorded* order, so every decision the Brain makes reproduces.
 
 from __future__ import annotations
 
+import threading
+
 import msgspec
 import pykka
-import structlog
 
-from actors.errors import Divergence, RunInterrupted
+from actors.errors import Divergence, RunCancelled, RunInterrupted
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
@@ -26,8 +27,9 @@ from actors.replay.log import interruption, is_replay_stop
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.events import AgentStatusChanged, RunEnded
 from eventlog.ids import brain_agent_id
+from eventlog.logs import get_logger
 
-log = structlog.get_logger("clew.brain")
+log = get_logger("clew.brain")
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True, tag="run_request"):
@@ -66,16 +68,30 @@ class Brain(pykka.ThreadingActor):
         run = MainRun(
             env, self._tasks, rec, self.agent_id, req.run_id, req.inputs, req.parent_node_id
         )
+        timer = _run_timer(env)
         try:
-            return run.execute()
+            return self._execute(run)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if env.replay_log is not None:
+                env.replay_log.count(req.run_id, rec.compared)
+
+    def _execute(self, run: MainRun) -> RunOutcome:
+        env = self._env
+        try:
+            try:
+                return run.execute()
+            except RunCancelled as cancelled:
+                return run.cancelled(cancelled)
         except Exception as e:
             if is_replay_stop(e):
                 if env.replay_log is not None:
-                    env.replay_log.stopped(req.run_id, e)
+                    env.replay_log.stopped(run.run_id, e)
                 run.pool.drain()
                 status = "diverged" if isinstance(e, Divergence) else "interrupted"
                 return RunOutcome(
-                    session_id=env.session_id, run_id=req.run_id, status=status, error=str(e)
+                    session_id=env.session_id, run_id=run.run_id, status=status, error=str(e)
                 )
             stop = interruption(e)
             if stop is None:
@@ -86,9 +102,6 @@ class Brain(pykka.ThreadingActor):
                     if stop is None:
                         raise
             return self._interrupted(run, stop)
-        finally:
-            if env.replay_log is not None:
-                env.replay_log.count(req.run_id, rec.compared)
 
     def _interrupted(self, run: MainRun, stop: RunInterrupted) -> RunOutcome:
         """Stop the run as interrupted: nothing more is recorded (the environment failed)."""
@@ -129,6 +142,18 @@ class Brain(pykka.ThreadingActor):
             error=safe_text(f"{type(e).__name__}: {e}"),
             active_node_id=tip,
         )
+
+
+def _run_timer(env: SessionEnv) -> threading.Timer | None:
+    """Start the main run's timeout, if it has one (``run_timeout_s``)."""
+    limit = env.settings.run_timeout_s
+    if limit is None:
+        return None
+    reason = f"the run did not finish within {limit:g} s (run_timeout_s)"
+    timer = threading.Timer(limit, env.cancel.cancel, (reason, "timeout"))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def execute(env: SessionEnv, tasks: TaskManagerProxy, request: RunRequest) -> RunOutcome:

@@ -20,9 +20,9 @@ import msgspec
 import pydantic
 
 from actors.models.protocol import ToolSpec
-from actors.orchestration.loop import result_block
 from actors.orchestration.pool import WorkerPool
 from actors.orchestration.roster import DISPATCH, Roster
+from actors.orchestration.tool_call import result_block
 from eventlog.blocks import JsonBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ClewError
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.errors import UsageError
-from actors.models.protocol import Model
+from actors.models.calls import CancelScope
+from actors.models.protocol import Model, TextDelta
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
-from actors.replay.inputs import RunSettings
+from actors.replay.inputs import ContextRecord, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
@@ -40,12 +41,23 @@ class SessionEnv:
     artifact_threshold: int = 16 * 1024
     #: The run's team; None: the default team over ``tools``.
     roster: Roster | None = None
+    #: The main run's cancellation (each worker's scope is a child of it).
+    cancel: CancelScope = field(default_factory=CancelScope)
+    #: Who gets the text of streaming models as it arrives; None: nobody watches, and
+    #: models are asked with ``complete`` (read at each call: a watcher may come late).
+    on_delta: Callable[[TextDelta], None] | None = None
+    #: The run's recorded context record (windows, budget, instruction file); None for a
+    #: run recorded before clew managed context (docs/context.md). Set by the main run.
+    context: ContextRecord | None = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)
 
-    def recorder(self, agent_id: str, run_id: str) -> RunRecorder:
-        """Return the recorder of ``run_id`` (fed with its recording, if any)."""
+    def recorder(
+        self, agent_id: str, run_id: str, cancel: CancelScope | None = None
+    ) -> RunRecorder:
+        """Return the recorder of ``run_id`` (fed with its recording, if any), obeying
+        ``cancel`` (default: the main run's scope)."""
         recorded = self.recording.get(run_id) if self.recording is not None else None
         if self.replay_log is not None:
             self.replay_log.started(run_id)
@@ -60,6 +72,7 @@ class SessionEnv:
             artifact_threshold=self.artifact_threshold,
             before_tool=self.before_tool,
             abort=self.replay_log.abort if self.replay_log is not None else None,
+            cancel=cancel or self.cancel,
         )
 
     def chain(self, role: str) -> Sequence[Model]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from typing import overload
 
 import msgspec
 
+from actors.models.calls import CancelScope
 from eventlog.packets import WorkerResult
 
 
@@ -31,18 +33,44 @@ class ResultInbox:
             self._arrived.append(delivery)
             self._cond.notify_all()
 
-    def take(self, task_id: str | None = None, timeout: float | None = None) -> Delivery:
-        """Return the first arrived delivery (or the one for ``task_id``), waiting for it.
+    @overload
+    def take(self, task_id: str | None = None, timeout: float | None = None) -> Delivery: ...
+
+    @overload
+    def take(
+        self, task_id: str | None, timeout: float | None = None, *, cancel: CancelScope
+    ) -> Delivery | None: ...
+
+    def take(
+        self,
+        task_id: str | None = None,
+        timeout: float | None = None,
+        *,
+        cancel: CancelScope | None = None,
+    ) -> Delivery | None:
+        """Return the first arrived delivery (or the one for ``task_id``), waiting for it;
+        None if ``cancel`` is cancelled first.
 
         No timeout by default: a worker may legitimately run for a long time (many
         turns of a slow model), and every worker delivers exactly once — its
         ``on_failure`` delivers a failed result if it crashes.
         """
+        remove = cancel.on_cancel(self._wake) if cancel is not None else None
+        try:
+            with self._cond:
+                while True:
+                    for d in self._arrived:
+                        if task_id is None or d.result.task_id == task_id:
+                            self._arrived.remove(d)
+                            return d
+                    if cancel is not None and cancel.cancelled:
+                        return None
+                    if not self._cond.wait(timeout):
+                        raise TimeoutError(f"no worker result for {task_id or 'any task'}")
+        finally:
+            if remove is not None:
+                remove()
+
+    def _wake(self) -> None:
         with self._cond:
-            while True:
-                for d in self._arrived:
-                    if task_id is None or d.result.task_id == task_id:
-                        self._arrived.remove(d)
-                        return d
-                if not self._cond.wait(timeout):
-                    raise TimeoutError(f"no worker result for {task_id or 'any task'}")
+            self._cond.notify_all()

@@ -11,25 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-import pydantic
-
-from actors.errors import OutputInvalid
-from actors.models.protocol import Model, ModelRequest, ModelSettings, request_hash
+from actors.errors import CallCancelled, CallTimedOut, OutputInvalid, RunCancelled
+from actors.models.calls import call_off_thread
+from actors.models.overflow import is_context_overflow
+from actors.models.protocol import (
+    STREAM_INTERRUPTED,
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamingModel,
+    TextDelta,
+    request_hash,
+)
 from actors.models.storable import check_storable, safe_text
 from actors.models.tools import (
-    Tool,
-    ToolContext,
     ToolRegistry,
-    error_type_of,
-    in_doubt_of,
-    invoke,
-    output_blocks,
-    timeout_of,
 )
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
+from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError
@@ -37,16 +40,35 @@ from eventlog.events import (
     EndReason,
     ModelFailed,
     ModelRequested,
+    ModelResponded,
     Node,
     NodeAppended,
     NodeRole,
     NodeType,
     TokenUsage,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
     Usage,
 )
+
+
+class ContextHooks(Protocol):
+    """What keeps a conversation within its context (``compaction.ContextGuard``).
+
+    A run recorded before clew managed context has none: its nodes carry no token count
+    and nothing is compacted, so it replays as it was recorded.
+    """
+
+    def node_tokens(self, content: list[ContentBlock], reported: int) -> int:
+        """Return a new node's ``token_count``: ``reported`` when > 0, else an estimate."""
+        ...
+
+    def before_call(self, conv: Conversation, agent: AgentSpec) -> AgentSpec:
+        """Compact ``conv`` if its next request would exceed the budget; return the agent
+        as it calls (with ``read_artifact`` once its context holds an artifact)."""
+        ...
+
+    def on_overflow(self, conv: Conversation, agent: AgentSpec) -> list[Message]:
+        """Compact ``conv`` after a context-length error; return its new messages."""
+        ...
 
 
 class Conversation:
@@ -59,11 +81,13 @@ class Conversation:
         parent_id: str | None,
         history: list[Message] | None = None,
         activate: bool,
+        context: ContextHooks | None = None,
     ) -> None:
         self.rec = rec
         self.tip = parent_id
         self.messages: list[Message] = list(history or [])
         self.activate = activate
+        self.context = context
 
     def append(
         self,
@@ -71,8 +95,13 @@ class Conversation:
         content: list[ContentBlock],
         node_type: NodeType = "message",
         metadata: dict[str, Any] | None = None,
+        reported: int = 0,
     ) -> str:
-        """Append a node after the tip; return its id."""
+        """Append a node after the tip; return its id.
+
+        ``reported``: the provider's token count of ``content`` (a reply's output tokens).
+        """
+        tokens = self.context.node_tokens(content, reported) if self.context else None
         node = Node(
             node_id=self.rec.next_id("n"),
             parent_id=self.tip,
@@ -82,6 +111,7 @@ class Conversation:
             node_type=node_type,
             content=content,
             metadata=metadata or {},
+            token_count=tokens,
         )
         stored = self.rec.emit(NodeAppended(node=node, activate=self.activate))
         assert isinstance(stored.event, NodeAppended)
@@ -144,8 +174,12 @@ def call_model(
     tools: ToolRegistry | None = None,
     task_id: str | None = None,
     settings: ModelSettings | None = None,
+    on_too_long: Callable[[], list[Message]] | None = None,
 ) -> tuple[list[ContentBlock], str, Usage]:
     """Call the model chain for ``role``; every candidate is recorded; return the reply.
+
+    ``on_too_long``: after a context-length error of the chain, it compacts and returns
+    the new messages; the call is made once more, as a new call (docs/context.md).
 
     Raises:
         ModelError: every candidate failed (each one recorded as ``model_failed``).
@@ -154,8 +188,9 @@ def call_model(
     index = rec.call_index
     chain = env.chain(role)
     specs = tools.specs() if tools is not None else []
-    sampling = _sampling(settings)
     last: ModelError | None = None
+    attempt = 0
+    rec.checkpoint()
     for i, model in enumerate(chain):
         request = ModelRequest(
             model=model.name,
@@ -164,28 +199,42 @@ def call_model(
             tools=specs,
             role=role,
             phase=phase,
-            **sampling,
+            **_sampling(settings),
         )
-        requested = _requested(request, call_index=index, attempt=i + 1)
-        try:
-            responded = rec.model_call(requested, _live_call(model, request))
-        except ModelError as e:
-            last = e
-            rec.emit(_failed(requested, e, will_fallback=i < len(chain) - 1))
-            continue
-        rec.emit(
-            TokenUsage(
-                model=model.name,
-                role=role,
-                phase=phase,
-                task_id=task_id,
-                call_index=index,
-                usage=responded.usage,
-            )
-        )
-        return responded.content, responded.stop_reason, responded.usage
+        for retry in (False, True):
+            attempt += 1
+            requested = _requested(request, call_index=index, attempt=attempt)
+            try:
+                responded = rec.model_call(
+                    requested, _live_call(env, rec, model, request, requested)
+                )
+            except ModelError as e:
+                last = e
+                # A stream cut after it started: the same model once more, as a new attempt.
+                again = not retry and e.error_type == STREAM_INTERRUPTED
+                rec.emit(_failed(requested, e, will_fallback=again or i < len(chain) - 1))
+                if again:
+                    continue
+                break
+            rec.emit(_usage(responded, role=role, phase=phase, task_id=task_id))
+            return responded.content, responded.stop_reason, responded.usage
     assert last is not None
-    raise last
+    if on_too_long is None or not is_context_overflow(last):
+        raise last
+    return call_model(env, rec, role=role, phase=phase, messages=on_too_long(), system=system,
+                      tools=tools, task_id=task_id, settings=settings)  # fmt: skip
+
+
+def _usage(responded: ModelResponded, *, role: str, phase: str, task_id: str | None) -> TokenUsage:
+    """Return the ``token_usage`` event of a model's reply."""
+    return TokenUsage(
+        model=responded.model,
+        role=role,
+        phase=phase,
+        task_id=task_id,
+        call_index=responded.call_index,
+        usage=responded.usage,
+    )
 
 
 def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
@@ -214,16 +263,38 @@ def _sampling(settings: ModelSettings | None) -> dict[str, Any]:
 
 
 def _live_call(
-    model: Model, request: ModelRequest
+    env: SessionEnv,
+    rec: RunRecorder,
+    model: Model,
+    request: ModelRequest,
+    requested: ModelRequested,
 ) -> Callable[[], tuple[list[ContentBlock], str, Usage]]:
-    """Return the call the recorder makes when the model must really be asked."""
+    """Return the call the recorder makes when the model must really be asked.
+
+    The model runs on a helper thread (:func:`call_off_thread`), so the run stops
+    waiting for it when its scope is cancelled (``run_cancelling`` during ``model``) or
+    its ``model_timeout_s`` passes (a failed candidate, error type ``ModelTimeout``).
+    """
+    timeout = env.settings.model_timeout_s
 
     def live() -> tuple[list[ContentBlock], str, Usage]:
+        on_delta = env.on_delta
         try:
-            response = model.complete(request)
+            response = call_off_thread(
+                lambda: _ask(model, request, on_delta, rec, requested),
+                name=f"model-{rec.agent_id}",
+                timeout=timeout,
+                cancel=rec.cancel,
+            )
             # A reply the log cannot hold (a lone surrogate…) is a failed candidate, not
             # a store failure: recorded as model_failed, so a replay reproduces it.
             check_storable((response.content, response.stop_reason), "the model's reply")
+        except CallCancelled:
+            rec.stop_here("model")
+        except CallTimedOut:
+            raise ModelError(
+                f"the model did not answer within {timeout:g} s", error_type="ModelTimeout"
+            ) from None
         except ModelError:
             raise
         except BaseException as e:
@@ -235,6 +306,37 @@ def _live_call(
         return response.content, response.stop_reason, response.usage
 
     return live
+
+
+def _ask(
+    model: Model,
+    request: ModelRequest,
+    on_delta: Callable[[TextDelta], None] | None,
+    rec: RunRecorder,
+    requested: ModelRequested,
+) -> ModelResponse:
+    """Ask ``model`` (on the helper thread): streamed when someone watches and it can."""
+    if on_delta is None or not isinstance(model, StreamingModel):
+        return model.complete(request)
+    response: ModelResponse | None = None
+    for item in model.stream(request):
+        if isinstance(item, ModelResponse):
+            response = item
+        elif rec.cancel.cancelled:
+            break  # nobody waits for the rest
+        else:
+            on_delta(
+                TextDelta(
+                    agent_id=rec.agent_id,
+                    run_id=rec.run_id,
+                    call_index=requested.call_index,
+                    attempt=requested.attempt,
+                    text=item,
+                )
+            )
+    if response is None:
+        raise ModelError("the stream ended without a response", error_type=STREAM_INTERRUPTED)
+    return response
 
 
 def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) -> ModelFailed:
@@ -249,107 +351,6 @@ def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) ->
     )
 
 
-def run_tool(
-    env: SessionEnv, rec: RunRecorder, tools: ToolRegistry, call: ToolCallBlock, role: str = ""
-) -> ToolResultBlock:
-    """Run one tool call through the recorder; always return a tool_result block.
-
-    ``tools`` is the calling role's allow-list: a call to a tool of the run outside it
-    is refused (a recorded ``tool_failed``); the tool never runs.
-    """
-    t = tools.get(call.name)
-    started = ToolCallStarted(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        arguments=dict(call.arguments),
-        idempotent=bool(t and t.idempotent),
-    )
-    policy = in_doubt_of(t) or env.settings.in_doubt_policy
-    refused = _not_allowed(env, t, call, role)
-    if refused is not None:
-        outcome = rec.tool_call(started, lambda: refused, policy)
-    else:
-        # The context is built when the tool runs: a resume's re-run has attempt 2.
-        timeout = env.settings.tool_timeout_s
-        outcome = rec.tool_call(
-            started, lambda: _execute(t, call, _context(env, rec, call, role), timeout), policy
-        )
-    return result_block(call, outcome)
-
-
-def result_block(call: ToolCallBlock, outcome: ToolCallFinished | ToolFailed) -> ToolResultBlock:
-    """Return the tool_result block the model gets for a call's recorded outcome."""
-    if isinstance(outcome, ToolFailed):
-        return ToolResultBlock(
-            tool_call_id=call.id,
-            name=call.name,
-            is_error=True,
-            content=[TextBlock(text=f"{outcome.error_type}: {outcome.message}")],
-        )
-    parts = [b for b in outcome.content if not isinstance(b, ToolCallBlock | ToolResultBlock)]
-    return ToolResultBlock(
-        tool_call_id=call.id,
-        name=call.name,
-        content=parts,
-        is_error=outcome.is_error,
-    )
-
-
-def _not_allowed(
-    env: SessionEnv, t: Tool | None, call: ToolCallBlock, role: str
-) -> ToolFailed | None:
-    """Refuse a call to a tool of the run that is not on the calling role's allow-list."""
-    if t is not None or env.tools.get(call.name) is None:
-        return None
-    return ToolFailed(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        error_type="ToolNotAllowed",
-        message=f"role {role!r} may not call tool {call.name!r}",
-    )
-
-
-def _context(env: SessionEnv, rec: RunRecorder, call: ToolCallBlock, role: str) -> ToolContext:
-    return ToolContext(
-        tool_call_id=call.id,
-        session_id=env.session_id,
-        run_id=rec.run_id,
-        agent_id=rec.agent_id,
-        role=role,
-        attempt=rec.tool_attempt,
-    )
-
-
-def _execute(
-    t: Tool | None, call: ToolCallBlock, ctx: ToolContext, timeout: float | None
-) -> ToolCallFinished | ToolFailed:
-    """Validate the arguments and run the tool live; every failure is a ``ToolFailed``."""
-
-    def failed(error_type: str, message: str) -> ToolFailed:
-        return ToolFailed(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            error_type=safe_text(error_type),
-            message=safe_text(message),
-        )
-
-    if t is None:
-        return failed("UnknownTool", f"no tool named {call.name!r}")
-    try:
-        args = t.args_model.model_validate(call.arguments)
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(arguments)"
-        return failed("ValidationError", f"invalid arguments at {loc}: {first['msg']}")
-    try:
-        output = invoke(t, args, ctx, timeout=timeout_of(t, timeout))
-    except Exception as e:
-        return failed(error_type_of(e), str(e) or repr(e))
-    return ToolCallFinished(
-        tool_call_id=call.id, tool_name=call.name, content=output_blocks(output)
-    )
-
-
 def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopResult:
     """Run the model/tool cycle on ``conv`` until the model stops calling tools.
 
@@ -360,7 +361,10 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
     usage = Usage()
     content: list[ContentBlock] = []
     retried = False
+    hooks = conv.context
     for turn in range(1, agent.max_turns + 1):
+        if hooks is not None:
+            agent = hooks.before_call(conv, agent)
         content, stop_reason, u = call_model(
             env,
             conv.rec,
@@ -371,15 +375,18 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
             tools=agent.tools if len(agent.tools) else None,
             task_id=agent.task_id,
             settings=agent.settings,
+            on_too_long=_overflow(hooks, conv, agent),
         )
         usage = add_usage(usage, u)
         calls = [b for b in content if isinstance(b, ToolCallBlock)]
         error = None
         if not calls and agent.output is not None:
             error = agent.output.check(content, conv.rec)
-            conv.append("assistant", content, metadata=verdict_metadata(error))
+            conv.append(
+                "assistant", content, metadata=verdict_metadata(error), reported=u.output_tokens
+            )
         else:
-            conv.append("assistant", content)
+            conv.append("assistant", content, reported=u.output_tokens)
         if not calls and error is not None:
             if retried or turn == agent.max_turns:
                 raise OutputInvalid(f"role {agent.role!r}: {error}")
@@ -391,9 +398,47 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
                 "max_output_tokens_recovery" if stop_reason == "max_tokens" else "completed"
             )
             return LoopResult(content, turn, usage, reason, conv.tip)
-        results: list[ContentBlock] = [_run_call(env, conv.rec, agent, c) for c in calls]
-        conv.append("tool", results)
+        conv.append("tool", _run_calls(env, conv, agent, calls))
     return LoopResult(content, agent.max_turns, usage, "max_turns", conv.tip)
+
+
+def _run_calls(
+    env: SessionEnv, conv: Conversation, agent: AgentSpec, calls: list[ToolCallBlock]
+) -> list[ContentBlock]:
+    """Run the reply's tool calls in order; return their results.
+
+    Cancelled among them, the calls not run get a "cancelled" error result and the tool
+    node is appended before the run stops: every tool call on the conversation's path
+    keeps its result, so the next run's context is one a provider accepts.
+    """
+    results: list[ContentBlock] = []
+    try:
+        for call in calls:
+            results.append(_run_call(env, conv.rec, agent, call))
+        conv.rec.checkpoint("tool")
+    except RunCancelled as e:
+        results += [_not_run(call, e.reason) for call in calls[len(results) :]]
+        conv.append("tool", results)
+        raise
+    return results
+
+
+def _not_run(call: ToolCallBlock, reason: str) -> ToolResultBlock:
+    return ToolResultBlock(
+        tool_call_id=call.id,
+        name=call.name,
+        is_error=True,
+        content=[TextBlock(text=f"not run: the run was cancelled ({reason})")],
+    )
+
+
+def _overflow(
+    hooks: ContextHooks | None, conv: Conversation, agent: AgentSpec
+) -> Callable[[], list[Message]] | None:
+    """Return the context-length error hook of a call (None: the run has no context hooks)."""
+    if hooks is None:
+        return None
+    return lambda: hooks.on_overflow(conv, agent)
 
 
 def _run_call(

@@ -11,10 +11,12 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import PlanError
+from actors.errors import PlanError, RunCancelled
 from actors.models.tools import ToolRegistry
+from actors.orchestration.compaction import guard_for
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.instructions import support_section
 from actors.orchestration.loop import (
     AgentSpec,
     Builtin,
@@ -27,6 +29,7 @@ from actors.orchestration.loop import (
 from actors.orchestration.plan import Plan, json_payload, parse_plan
 from actors.orchestration.pool import WorkerPool
 from actors.orchestration.prompts import primary_system, router_system, summaries_block
+from actors.orchestration.worker import cancelled_run_end
 from actors.replay.inputs import RunInputs
 from actors.replay.recorder import RunRecorder
 from actors.tasks.manager import TaskManagerProxy
@@ -41,7 +44,6 @@ from eventlog.events import (
     RunEnded,
     RunStarted,
     TodoPlanned,
-    TodoUpdated,
     Usage,
 )
 from eventlog.ids import review_task_id, wal_name_for, worker_agent_id
@@ -94,6 +96,7 @@ class MainRun:
         parent_node_id: str | None,
     ) -> None:
         self.env = env
+        env.context = inputs.context  # its workers' too: they share the run's env
         self.tasks = tasks
         self.rec = rec
         self.agent_id = agent_id
@@ -101,6 +104,7 @@ class MainRun:
         self.inputs = inputs
         self.parent_node_id = parent_node_id
         self.conv: Conversation | None = None
+        self.board: RunTaskBoard | None = None
         self.pool = WorkerPool(env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt)
         # Keyed by worker agent id: that is the task_id a WorkerResult carries.
         self.roles: dict[str, str] = {}
@@ -128,7 +132,33 @@ class MainRun:
         return self.env.team.role(plan.primary_role).output is not None
 
     def _todo(self, todo_id: str, status: str, note: str = "") -> None:
-        self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
+        self.pool.todo(todo_id, status, note)
+
+    def cancelled(self, e: RunCancelled) -> RunOutcome:
+        """End the run as cancelled (its ``run_cancelling`` is recorded): stop the workers,
+        cancel the unfinished todos, note it on the conversation, record ``run_ended``."""
+        # Replaying, the recording said so while nobody cancelled: the live workers of a
+        # resume must stop too.
+        self.rec.cancel.cancel(e.reason, e.source)
+        self.pool.drain()
+        for todo_id, status in self.pool.todo_status.items():
+            if status not in ("completed", "failed", "blocked", "cancelled"):
+                self._todo(todo_id, "cancelled", e.reason)
+                if self.board is not None:
+                    self.board.move(todo_id, "cancelled")
+        node = None
+        if self.conv is not None:
+            note = TextBlock(text=f"(the run was cancelled: {e.reason})")
+            node = self.conv.append("assistant", [note], node_type="system_note")
+        self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        self.rec.emit(cancelled_run_end(self.run_id, e, node))
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="cancelled",
+            error=e.reason,
+            active_node_id=node,
+        )
 
     # --- the steps, in flow order --------------------------------------------------------
 
@@ -163,7 +193,11 @@ class MainRun:
             else []
         )
         self.conv = conv = Conversation(
-            rec, parent_id=self.parent_node_id, history=history, activate=True
+            rec,
+            parent_id=self.parent_node_id,
+            history=history,
+            activate=True,
+            context=guard_for(env),
         )
         conv.append("user", [TextBlock(text=self.inputs.prompt)])
         return conv
@@ -197,7 +231,8 @@ class MainRun:
             child_context_ids=[worker_agent_id(self.run_id, w.id) for w in plan.workers],
         )
         self.rec.emit(TodoPlanned(todos=todos, context=context))
-        board = RunTaskBoard(self.tasks, wal_name_for(self.run_id))
+        self.pool.todo_status = {t.id: "pending" for t in todos}
+        self.board = board = RunTaskBoard(self.tasks, wal_name_for(self.run_id))
         board.plan(todos)
         self.roles = {worker_agent_id(self.run_id, w.id): w.role for w in plan.workers}
         return plan, board
@@ -248,7 +283,9 @@ class MainRun:
             AgentSpec(
                 role=plan.primary_role,
                 phase=phase,
-                system=primary_system(team, role, self.dispatch_limit),
+                system=primary_system(
+                    team, role, self.dispatch_limit, support_section(self.env.context)
+                ),
                 tools=tools,
                 task_id="primary",
                 max_turns=self.env.settings.max_turns,

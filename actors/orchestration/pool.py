@@ -9,14 +9,15 @@ here reproduces in a replay.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 import pykka
 
 from actors.errors import Divergence, EndOfRecording, RunInterrupted
 from actors.orchestration.env import SessionEnv
-from actors.orchestration.inbox import Delivery, ResultInbox
+from actors.orchestration.inbox import ResultInbox
+from actors.orchestration.instructions import handoff_refs
 from actors.orchestration.plan import Plan
 from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
 from actors.orchestration.worker import StartWorker, Worker, failed_result
@@ -49,11 +50,20 @@ class WorkerPool:
         self.request = request
         self.inbox = ResultInbox()
         self.running: dict[str, pykka.ActorRef[Worker]] = {}
+        #: The last recorded status of each todo of the run's plan.
+        self.todo_status: dict[str, str] = {}
 
     # --- one worker ----------------------------------------------------------------------
 
-    def handoff(self, task_id: str, role: str, goal: str, purpose: str = "worker") -> HandoffPacket:
-        """Return the handoff packet of task ``task_id``.
+    def handoff(
+        self,
+        task_id: str,
+        role: str,
+        goal: str,
+        purpose: str = "worker",
+        prior: Sequence[WorkerResult] = (),
+    ) -> HandoffPacket:
+        """Return the handoff packet of task ``task_id`` (``prior``: the results it is given).
 
         The reply shape is the role's typed output, if it has one; a review always
         replies in the review shape (its verdict drives the fix loop).
@@ -69,6 +79,7 @@ class WorkerPool:
                 agent_role=role,
                 goal=goal,
                 progress=TaskProgress(status="pending"),
+                context_refs=handoff_refs(self.env.context, prior),
             ),
             constraints=list(ISOLATION_CONSTRAINTS),
             expected_result=expected,
@@ -77,8 +88,9 @@ class WorkerPool:
     def dispatch(
         self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str = "worker"
     ) -> None:
-        """Record the handoff of ``task_id`` and start its worker."""
-        handoff = self.handoff(task_id, role, goal, purpose)
+        """Record the handoff of ``task_id`` and start its worker (none once cancelled)."""
+        self.rec.checkpoint()
+        handoff = self.handoff(task_id, role, goal, purpose, prior)
         self.rec.emit(HandoffSent(packet=handoff))
         ref = Worker.start(
             self.env,
@@ -89,12 +101,19 @@ class WorkerPool:
             brain_agent_id=self.agent_id,
             brain_run_id=self.run_id,
             purpose=purpose,
+            cancel=self.rec.cancel,
         )
         self.running[handoff.task.id] = ref
         ref.tell(StartWorker(handoff_id=handoff.id))
 
     def receive(self) -> WorkerResult:
-        """Take the next worker result — in recorded order while re-executing — and record it."""
+        """Take the next worker result — in recorded order while re-executing — and record it.
+
+        Raises:
+            RunCancelled: the run was cancelled while waiting (live), or the recording
+                says it stopped here.
+        """
+        self.rec.checkpoint()
         expected = self.rec.peek()
         recorded = (
             expected.event.result
@@ -104,7 +123,9 @@ class WorkerPool:
         wanted = recorded.task_id if recorded is not None else None
         if wanted is not None and wanted not in self.running:
             wanted = None
-        d: Delivery = self.inbox.take(wanted)
+        d = self.inbox.take(wanted, cancel=self.rec.cancel)
+        if d is None:  # cancelled while waiting: the workers stop by themselves
+            self.rec.stop_here()
         self._stop(d.result.task_id)
         if d.interrupted is not None:
             raise RunInterrupted(d.interrupted)
@@ -159,7 +180,7 @@ class WorkerPool:
     def run_plan(self, plan: Plan, board: RunTaskBoard) -> list[WorkerResult]:
         """Run the plan's workers, at most ``max_workers`` at once; return results in plan order."""
         state = _PlanState(plan, max(1, self.env.settings.max_workers))
-        todo = self._todo
+        todo = self.todo
         state.dispatch_ready(self, board, todo)
         while self.running:
             result = self.receive()
@@ -172,8 +193,10 @@ class WorkerPool:
             state.dispatch_ready(self, board, todo)
         return state.ordered(self)
 
-    def _todo(self, todo_id: str, status: str, note: str = "") -> None:
+    def todo(self, todo_id: str, status: str, note: str = "") -> None:
+        """Record a todo's new status (``todo_updated``)."""
         self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
+        self.todo_status[todo_id] = status
 
 
 Todo = Callable[..., None]

@@ -9,15 +9,19 @@ replies with a ``WorkerResult`` put into the Brain's :class:`ResultInbox`.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import msgspec
 import pykka
-import structlog
 
+from actors.errors import RunCancelled
+from actors.models.calls import CancelScope
 from actors.models.storable import safe_text
+from actors.orchestration.compaction import guard_for
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
+from actors.orchestration.instructions import with_support
 from actors.orchestration.loop import AgentSpec, Conversation, agent_loop
 from actors.orchestration.plan import normalise_worker_reply, typed_worker_result
 from actors.orchestration.prompts import WORKER_SYSTEM, role_system, worker_prompt
@@ -27,14 +31,16 @@ from eventlog.blocks import TextBlock
 from eventlog.events import (
     AgentCreated,
     AgentStatusChanged,
+    EndReason,
     RunEnded,
     RunStarted,
     WorkerFailed,
 )
 from eventlog.ids import agent_run_id
+from eventlog.logs import get_logger
 from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
 
-log = structlog.get_logger("clew.worker")
+log = get_logger("clew.worker")
 
 
 class StartWorker(msgspec.Struct, frozen=True, kw_only=True, tag="start_worker"):
@@ -45,6 +51,20 @@ class StartWorker(msgspec.Struct, frozen=True, kw_only=True, tag="start_worker")
 
 #: Every message a worker accepts.
 WorkerMessage = StartWorker
+
+
+def cancelled_run_end(run_id: str, e: RunCancelled, end_node_id: str | None) -> RunEnded:
+    """Return the ``run_ended`` of a run stopped by a cancellation (``e`` says why)."""
+    reason: EndReason = {"model": "aborted_streaming", "tool": "aborted_tools"}.get(
+        e.during, "cancelled"
+    )  # type: ignore[assignment]
+    return RunEnded(
+        run_id=run_id,
+        status="cancelled",
+        end_reason=reason,
+        end_node_id=end_node_id,
+        outcome={"status": "cancelled", "reason": e.reason, "source": e.source},
+    )
 
 
 def failed_result(handoff: HandoffPacket, error: str) -> WorkerResult:
@@ -77,8 +97,11 @@ class Worker(pykka.ThreadingActor):
         brain_agent_id: str,
         brain_run_id: str,
         purpose: str = "worker",
+        cancel: CancelScope | None = None,
     ) -> None:
         super().__init__()
+        #: This worker's cancellation: its main run's, plus its own timeout.
+        self._cancel = CancelScope(cancel, kind="worker")
         self._env = env
         self._handoff = handoff
         self._request = request
@@ -154,12 +177,15 @@ class Worker(pykka.ThreadingActor):
     def _run(self) -> Delivery:
         agent_id = self._handoff.task.id
         run_id = agent_run_id(agent_id, 1)  # a worker agent runs once
-        rec = self._env.recorder(agent_id, run_id)
+        rec = self._env.recorder(agent_id, run_id, cancel=self._cancel)
         conv: Conversation | None = None
+        timer = self._timer()
         try:
             self._start(rec, run_id)
             conv = self._conversation(rec)
             return self._work(rec, run_id, conv)
+        except RunCancelled as e:
+            return self._cancelled(rec, run_id, e, conv.tip if conv is not None else None)
         except Exception as e:
             if is_replay_stop(e):
                 if self._env.replay_log is not None:
@@ -177,8 +203,43 @@ class Worker(pykka.ThreadingActor):
             self._log(run_id).error("worker_crashed", error=str(e))
             return self._failed(rec, run_id, e, conv.tip if conv is not None else None)
         finally:
+            if timer is not None:
+                timer.cancel()
             if self._env.replay_log is not None:
                 self._env.replay_log.count(run_id, rec.compared)
+
+    def _timer(self) -> threading.Timer | None:
+        """Start the worker's timeout, if the run has one (``worker_timeout_s``)."""
+        limit = self._env.settings.worker_timeout_s
+        if limit is None:
+            return None
+        reason = f"the worker did not finish within {limit:g} s (worker_timeout_s)"
+        timer = threading.Timer(limit, self._cancel.cancel, (reason, "timeout"))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _cancelled(
+        self, rec: RunRecorder, run_id: str, e: RunCancelled, end_node_id: str | None
+    ) -> Delivery:
+        """End the worker's run as cancelled (its ``run_cancelling`` is recorded)."""
+        task = self._handoff.task
+        result = msgspec.structs.replace(
+            failed_result(self._handoff, f"cancelled: {e.reason}"),
+            status="cancelled",
+            progress=TaskProgress(status="cancelled"),
+            summary=safe_text(f"worker cancelled: {e.reason}"),
+        )
+        try:
+            rec.emit(AgentStatusChanged(agent_id=task.id, status="cancelled"))
+            rec.emit(cancelled_run_end(run_id, e, end_node_id))
+        except Exception as again:
+            stop = interruption(again)
+            if stop is None:
+                raise
+            return self._interrupted(run_id, stop)
+        self._log(run_id).info("worker_cancelled", reason=e.reason, source=e.source)
+        return Delivery(result=result)
 
     def _log(self, run_id: str) -> Any:
         agent_id = self._handoff.task.id
@@ -212,10 +273,12 @@ class Worker(pykka.ThreadingActor):
     def _conversation(self, rec: RunRecorder) -> Conversation:
         """Return the worker's own branch (a new root), opened with its task prompt."""
         task = self._handoff.task
-        conv = Conversation(rec, parent_id=None, activate=False)
+        env = self._env
+        conv = Conversation(rec, parent_id=None, activate=False, context=guard_for(env))
+        prompt = worker_prompt(self._request, self._handoff, self._prior)
         conv.append(
             "user",
-            [TextBlock(text=worker_prompt(self._request, self._handoff, self._prior))],
+            [TextBlock(text=with_support(env.context, prompt))],
             node_type="task_instruction",
             metadata={"task_id": task.id},
         )
@@ -250,7 +313,7 @@ class Worker(pykka.ThreadingActor):
                 else typed_worker_result(self._handoff, loop.content)
             )
         except Exception as e:
-            if is_replay_stop(e) or interruption(e) is not None:
+            if isinstance(e, RunCancelled) or is_replay_stop(e) or interruption(e) is not None:
                 raise
             self._log(run_id).warning("worker_failed", error=str(e))
             return self._failed(rec, run_id, e, conv.tip)

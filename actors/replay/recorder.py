@@ -23,24 +23,28 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-from actors.errors import Divergence, EndOfRecording
+from actors.errors import Divergence, EndOfRecording, RunCancelled
+from actors.models.calls import CancelScope
 from actors.models.tools import InDoubtPolicy
 from actors.replay.diff import FieldDiff, diff_values
-from eventlog.artifact_plan import plan_artifacts
+from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock, TextBlock
 from eventlog.clock import Clock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
+    ArtifactCreated,
+    CancelPhase,
     Event,
     InDoubtResolved,
     ModelFailed,
     ModelRequested,
     ModelResponded,
     NodeAppended,
+    RunCancelling,
     RunEnded,
     ToolCallFinished,
     ToolCallStarted,
@@ -74,6 +78,7 @@ class RunRecorder:
         artifact_threshold: int = 16 * 1024,
         before_tool: Callable[[], None] | None = None,
         abort: threading.Event | None = None,
+        cancel: CancelScope | None = None,
     ) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
@@ -86,6 +91,8 @@ class RunRecorder:
         self._artifact_threshold = artifact_threshold
         self._before_tool = before_tool
         self._abort = abort
+        #: The cancellation this run obeys (a worker's is a child of its main run's).
+        self.cancel = cancel or CancelScope()
         self._counters: dict[str, int] = {}
         self.rng = random.Random(seed_for(run_id))
         self.compared = 0
@@ -126,6 +133,48 @@ class RunRecorder:
         self._counters[kind] = n
         return f"{self.run_id}:{kind}{n}"
 
+    # --- cancellation --------------------------------------------------------------------
+
+    def checkpoint(self, during: CancelPhase = "") -> None:
+        """Stop here if the run was cancelled: a point where stopping loses nothing.
+
+        Live: when the run's scope is cancelled, record ``run_cancelling`` and raise
+        :class:`RunCancelled`. Replaying: stop where the recording says the run
+        stopped (its ``run_cancelling`` is next), whatever the scope says.
+
+        Raises:
+            RunCancelled: the run stops here.
+        """
+        if self.replaying:
+            self._stop_if_recorded_here()
+        elif self.cancel.cancelled and self._live_allowed:
+            self.stop_here(during)
+
+    def stop_here(self, during: CancelPhase = "") -> NoReturn:
+        """Record that the run stops here because its scope was cancelled; raise.
+
+        Raises:
+            RunCancelled: always.
+        """
+        scope = self.cancel
+        event = RunCancelling(
+            reason=scope.reason,
+            source=scope.source,  # type: ignore[arg-type]
+            during=during,
+            scope="worker" if scope.kind == "worker" and not scope.inherited else "run",
+        )
+        self.emit(event)
+        raise _cancelled(event)
+
+    def _stop_if_recorded_here(self) -> None:
+        """Replaying: if the recording's next event is ``run_cancelling``, match it and
+        raise :class:`RunCancelled` (the recorded run stopped at this point)."""
+        rec = self.peek()
+        if rec is not None and isinstance(rec.event, RunCancelling):
+            self._cursor += 1
+            self.compared += 1
+            raise _cancelled(rec.event)
+
     # --- events --------------------------------------------------------------------------
 
     def emit(self, event: Event) -> StoredEvent:
@@ -164,11 +213,14 @@ class RunRecorder:
 
     def _match(self, event: Event) -> StoredEvent:
         expected_events: list[Event] = [event]
-        if isinstance(event, NodeAppended):
-            # The writer turns oversize JSON into artifact refs; compare with that form.
-            planned, artifacts = plan_artifacts(self.session_id, event, self._artifact_threshold)
-            expected_events = [*(a for a, _ in artifacts), planned]
+        if isinstance(event, NodeAppended | ToolCallFinished):
+            # The writer turns oversize blocks into artifact refs; compare with that form.
+            expected_events = self._stored_form(event)
         last: StoredEvent | None = None
+        if not isinstance(event, RunCancelling):
+            # The recorded run stopped here (a cancel noticed between two of our steps,
+            # or recorded for a run a crash had interrupted): stop here too.
+            self._stop_if_recorded_here()
         for ev in expected_events:
             rec = self.peek()
             if rec is None:
@@ -192,6 +244,25 @@ class RunRecorder:
             last = rec
         assert last is not None
         return last
+
+    def _stored_form(self, event: Event) -> list[Event]:
+        """Return the form the recording holds ``event`` in (today's, or an older clew's)."""
+        forms = stored_forms(self.session_id, event, self._artifact_threshold)
+        end = self._cursor + max(len(f) for f in forms)
+        ahead = [e.event for e in self._recorded[self._cursor : end]]
+        for form in forms:
+            if ahead[: len(form)] == form:
+                return form
+        return forms[0]
+
+    def _skip_artifacts_of(self, tool_call_id: str) -> None:
+        """Step over the recorded ``artifact_created`` of a tool's result (they precede it)."""
+        while self.replaying:
+            ev = self._recorded[self._cursor].event
+            if not (isinstance(ev, ArtifactCreated) and ev.tool_call_id == tool_call_id):
+                return
+            self._cursor += 1
+            self.compared += 1
 
     # --- model calls ---------------------------------------------------------------------
 
@@ -221,6 +292,8 @@ class RunRecorder:
                 # Not consumed here: the caller emits its model_failed, which then
                 # matches this recorded one.
                 raise ModelError(ev.message, status=ev.status, error_type=ev.error_type)
+            if isinstance(ev, RunCancelling):
+                self._stop_if_recorded_here()
             if isinstance(ev, ModelRequested) and ev.call_index == requested.call_index:
                 # The recording re-sent this call after a crash: do the same.
                 attempt = ev.attempt
@@ -238,6 +311,7 @@ class RunRecorder:
             # visibly, as the next attempt.
             if not self._live_allowed:
                 raise EndOfRecording(f"run {self.run_id}: recording ends inside a model call")
+            self.checkpoint("model")  # a cancelled run never asks again
             attempt += 1
             self.emit(msgspec.structs.replace(requested, attempt=attempt))
         content, stop_reason, usage = call()
@@ -268,6 +342,7 @@ class RunRecorder:
         """
         start_recorded = self.replaying
         self.emit(started)
+        self._skip_artifacts_of(started.tool_call_id)
         if self.replaying:
             rec = self.peek()
             assert rec is not None
@@ -281,6 +356,7 @@ class RunRecorder:
                 return ev
             if isinstance(ev, InDoubtResolved) and ev.tool_call_id == started.tool_call_id:
                 return self._resolve_in_doubt(started, run, ev.decision)
+            self._stop_if_recorded_here()
             raise Divergence(
                 self.run_id,
                 rec.run_seq,
@@ -297,6 +373,7 @@ class RunRecorder:
         # The recording ends with this start and no outcome: the call is in doubt.
         if not self._live_allowed:
             raise EndOfRecording(f"run {self.run_id}: recording ends inside a tool call")
+        self.checkpoint("tool")  # a cancelled run leaves a call in doubt as it is
         decision: InDoubtPolicy = "retry" if started.idempotent else in_doubt_policy
         return self._resolve_in_doubt(started, run, decision)
 
@@ -306,9 +383,10 @@ class RunRecorder:
         if self._before_tool is not None:
             self._before_tool()
         self.tool_attempt = attempt
-        outcome = run()
-        self.emit(outcome)
-        return outcome
+        stored = self.emit(run()).event
+        # The stored form: a large result is an artifact ref from here on (docs/context.md).
+        assert isinstance(stored, ToolCallFinished | ToolFailed)
+        return stored
 
     def _resolve_in_doubt(
         self,
@@ -351,6 +429,7 @@ class RunRecorder:
         return outcome
 
     def _recorded_outcome(self, started: ToolCallStarted) -> ToolCallFinished | ToolFailed:
+        self._skip_artifacts_of(started.tool_call_id)
         rec = self.peek()
         if rec is not None and isinstance(rec.event, ToolCallFinished | ToolFailed):
             self._cursor += 1
@@ -365,3 +444,7 @@ class RunRecorder:
             "tool_call_finished",
             [],
         )
+
+
+def _cancelled(event: RunCancelling) -> RunCancelled:
+    return RunCancelled(event.reason, source=event.source, during=event.during, scope=event.scope)

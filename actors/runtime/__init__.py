@@ -2,6 +2,7 @@
 
 ``runtime`` (the facade and ``Session``) · ``engine`` (store, writer, locks, task
 managers) · ``runs`` (a new main run) · ``teams`` (a run's team and model chains) ·
-``replayer`` · ``resume`` · ``verify`` · ``faults`` (the crash-test seam) · ``locks``
-(session ownership) · ``status`` (a session's status, derived from its runs).
+``replayer`` · ``resume`` · ``verify`` · ``follow`` (a session's events as they land) ·
+``faults`` (the crash-test seam) · ``locks`` (session ownership) · ``status`` (a session's
+status, derived from its runs).
 """

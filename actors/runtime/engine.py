@@ -14,11 +14,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from actors.errors import ProjectDirGone, SessionBusy
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
+from actors.observe.logs import RunLogs
+from actors.observe.tracing import Tracing, trace_commits, tracer_for
 from actors.orchestration.env import SessionEnv
 from actors.replay.inputs import RunSettings
 from actors.runtime.faults import FaultPlan
@@ -31,6 +33,17 @@ from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
 from eventlog.taskwal import wal_dir
 from eventlog.writer import Writer
+
+#: How long closing an engine waits for each run in progress to record its cancellation.
+CLOSE_WAIT_S = 10.0
+
+
+class _RunInProgress(Protocol):
+    session_id: str
+    run_id: str
+
+    def stop(self, reason: str, wait: float) -> None: ...
+
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES = ("running", "pending")
@@ -50,6 +63,12 @@ def _close_open_engines() -> None:
         engine.close()
 
 
+def runs_in_progress() -> bool:
+    """True when an open engine of this process has a main run in progress."""
+    with _OPEN_LOCK:
+        return any(engine.runs for engine in _OPEN)
+
+
 class Engine:
     """Store, writer, locks, task managers and seams of one open clew home."""
 
@@ -65,7 +84,10 @@ class Engine:
         fault: FaultPlan | None,
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
+        tracing: Tracing = None,
     ) -> None:
+        # First: refusing tracing (no OpenTelemetry) must leave nothing open behind it.
+        tracer = None if read_only else tracer_for(tracing)
         self.home = home
         #: Where a role's model spec (``openai:…``) finds its keys; read at the edge, once.
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -89,8 +111,15 @@ class Engine:
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
+        # The run digest's log lines, from commits; nothing subscribed when info is off.
+        self._run_logs = None if read_only else RunLogs.attach(self.writer)
+        # Spans of every run committed; with tracing off nothing is subscribed.
+        self._untrace = trace_commits(self.writer, tracer) if tracer is not None else None
+        self.tracing = tracer is not None
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        #: The main runs this engine has in progress (their ``RunHandle``).
+        self.runs: set[_RunInProgress] = set()
         #: Sessions with a run executing in this engine, on some thread (:meth:`live_run`).
         self._live: set[str] = set()
         self._live_lock = threading.Lock()
@@ -101,10 +130,18 @@ class Engine:
         """Stop every actor, flush and close the writer, release session locks."""
         with _OPEN_LOCK:
             _OPEN.discard(self)
+        for run in list(self.runs):
+            # Recorded as cancelled rather than cut off by the writer stopping under it.
+            run.stop("the runtime was closed", CLOSE_WAIT_S)
         for tm in self._task_managers.values():
             stop_task_manager(tm)
         self._task_managers.clear()
         self.writer.stop()
+        if self._run_logs is not None:
+            self._run_logs.close()
+        if self._untrace is not None:  # after the last commit: ends what is still open
+            self._untrace()
+            self._untrace = None
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()
@@ -143,9 +180,8 @@ class Engine:
         if lock is not None:
             lock.release()
 
-    @contextmanager
-    def live_run(self, session_id: str) -> Iterator[None]:
-        """Mark a run of the session as executing in this engine for the block's duration.
+    def claim_run(self, session_id: str) -> None:
+        """Mark a run of the session as executing in this engine until :meth:`release_run`.
 
         The owner lock is per process, so a second thread would take it again and find
         the first thread's run open: without this mark it would call a busy session
@@ -160,11 +196,20 @@ class Engine:
                     f"session {session_id} is busy: another thread of this process is running it"
                 )
             self._live.add(session_id)
+
+    def release_run(self, session_id: str) -> None:
+        """End the mark :meth:`claim_run` set."""
+        with self._live_lock:
+            self._live.discard(session_id)
+
+    @contextmanager
+    def live_run(self, session_id: str) -> Iterator[None]:
+        """:meth:`claim_run` for the block's duration (``SessionBusy`` if already claimed)."""
+        self.claim_run(session_id)
         try:
             yield
         finally:
-            with self._live_lock:
-                self._live.discard(session_id)
+            self.release_run(session_id)
 
     def holds(self, session_id: str) -> bool:
         """True when this engine holds the session's owner lock."""

@@ -16,13 +16,14 @@ from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
+from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recording import run_started_of
 from actors.runtime.engine import Engine
 from actors.runtime.runs import advise
-from actors.runtime.teams import team_for_resume
+from actors.runtime.teams import Chains, team_for_replay, team_for_resume
 from actors.tasks.manager import CALL_TIMEOUT
 from eventlog.errors import ReplayDivergence
 from eventlog.ids import validate_session_id, wal_name_for
@@ -103,10 +104,41 @@ def resume(
         SessionBusy: a live process owns the session.
         ReplayDivergence: today's code does not reproduce the recording.
     """
+    inputs = _inputs(plan)
+    roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
+    return _reexecute(engine, plan, roster, chains, settings or inputs.settings)
+
+
+def cancel_interrupted(engine: Engine, plan: ResumePlan, reason: str) -> RunOutcome:
+    """End the interrupted main run of ``plan`` as cancelled, without going on with it.
+
+    The run is re-executed to the end of its log with its cancellation already
+    requested, so it stops at its first live step — no model is asked, no tool runs —
+    and ends the way a run cancelled while it ran ends (and replays the same way).
+
+    Raises:
+        SessionBusy: a live process owns the session.
+        ReplayDivergence: today's code does not reproduce the recording.
+    """
+    inputs = _inputs(plan)
+    roster, chains = team_for_replay(inputs, None, None, None)  # stand-ins: never asked
+    return _reexecute(engine, plan, roster, chains, inputs.settings, cancel=reason)
+
+
+def _inputs(plan: ResumePlan) -> RunInputs:
+    return RunInputs.from_metadata(run_started_of(plan.recording[plan.run_id]).metadata)
+
+
+def _reexecute(
+    engine: Engine,
+    plan: ResumePlan,
+    roster: Roster,
+    chains: Chains,
+    settings: RunSettings,
+    cancel: str | None = None,
+) -> RunOutcome:
     sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
     started = run_started_of(by_run[run_id])
-    inputs = RunInputs.from_metadata(started.metadata)
-    roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
     with engine.live_run(sid):
         engine.lock(sid)
         try:
@@ -115,12 +147,15 @@ def resume(
                 sid,
                 chains,
                 roster.tools,
-                settings or inputs.settings,
+                settings,
                 recording=by_run,
                 live_allowed=True,
                 replay_log=replay_log,
                 roster=roster,
             )
+            if cancel is not None:
+                env.cancel.cancel(cancel, "external")
+            inputs = RunInputs.from_metadata(started.metadata)
             request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
             outcome = execute(env, engine.task_manager(sid), request)
             if outcome.status != "interrupted":  # else the writer may be what failed
@@ -129,5 +164,6 @@ def resume(
             engine.unlock(sid)
     if replay_log.divergences:
         first = next(iter(replay_log.divergences.values()))
-        raise ReplayDivergence(f"resume refused: {first}")
+        what = "cancel" if cancel is not None else "resume"
+        raise ReplayDivergence(f"{what} refused: {first}")
     return advise(engine, outcome)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -11,9 +12,11 @@ from actors.models.chains import ModelArg
 from actors.models.storable import check_text
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings, tool_records
+from actors.runtime.context_inputs import context_record
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.teams import team_for_run
 from eventlog.errors import ClewError
@@ -56,7 +59,17 @@ def advise(engine: Engine, outcome: RunOutcome) -> RunOutcome:
     return msgspec.structs.replace(outcome, error=f"{outcome.error}; {then}")
 
 
-def run_session(
+@dataclass
+class PreparedRun:
+    """A main run checked, recorded inputs decided and the session locked: ready to go."""
+
+    engine: Engine
+    session_id: str
+    env: SessionEnv
+    request: RunRequest
+
+
+def prepare_run(
     engine: Engine,
     session_id: str,
     prompt: str,
@@ -65,9 +78,10 @@ def run_session(
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
     team: Team | None = None,
-) -> RunOutcome:
-    """Run one main run of ``session_id``: the work behind :meth:`Session.run`, whose
-    docstring lists the arguments and the errors (one list, kept in one place)."""
+) -> PreparedRun:
+    """Check everything a new main run needs and take the session's lock; nothing is
+    written yet. :meth:`Session.run`'s docstring lists the arguments and the errors
+    (one list, kept in one place)."""
     sid = session_id
     check_prompt(prompt)
     settings = settings or engine.settings
@@ -77,33 +91,47 @@ def run_session(
     expanded = expand_references(prompt, project, engine.store.read_events)
     # The team is resolved (and refused) before anything is written.
     roster, models = team_for_run(team, tools, model, engine.environ)
-    with engine.live_run(sid):
+    context = context_record(settings, models, roster, project)
+    engine.claim_run(sid)  # SessionBusy while another thread of this process runs it
+    try:
         engine.lock(sid)
-        try:
-            row = engine.store.read_session(sid)
-            runs = engine.store.read_runs(sid)
-            if any(r.status in OPEN_RUN_STATUSES for r in runs):
-                raise NeedsResume(
-                    f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
-                )
-            n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
-            inputs = RunInputs(
-                prompt=expanded.prompt,
-                raw_prompt=prompt,
-                create_agent=n == 1,
-                references=expanded.references,
-                models=model_names(models),
-                tools=tool_records(roster.tools),
-                settings=settings,
-                team=roster.record(),
-            ).in_oldest_version()
-            request = RunRequest(
-                run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
+        row = engine.store.read_session(sid)
+        runs = engine.store.read_runs(sid)
+        if any(r.status in OPEN_RUN_STATUSES for r in runs):
+            raise NeedsResume(
+                f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
             )
-            env = engine.env(sid, models, roster.tools, settings, roster=roster)
-            outcome = execute(env, engine.task_manager(sid), request)
-            if outcome.status != "interrupted":  # else the writer may be what failed
-                engine.writer.flush()
-        finally:
-            engine.unlock(sid)
+        n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
+        inputs = RunInputs(
+            prompt=expanded.prompt,
+            raw_prompt=prompt,
+            create_agent=n == 1,
+            references=expanded.references,
+            models=model_names(models),
+            tools=tool_records(roster.tools),
+            settings=settings,
+            team=roster.record(),
+            context=context,
+        ).in_oldest_version()
+        request = RunRequest(
+            run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
+        )
+        env = engine.env(sid, models, roster.tools, settings, roster=roster)
+    except BaseException:
+        engine.unlock(sid)
+        engine.release_run(sid)
+        raise
+    return PreparedRun(engine=engine, session_id=sid, env=env, request=request)
+
+
+def execute_prepared(run: PreparedRun) -> RunOutcome:
+    """Run a prepared main run to its end on this thread; release the session's lock."""
+    engine, sid = run.engine, run.session_id
+    try:
+        outcome = execute(run.env, engine.task_manager(sid), run.request)
+        if outcome.status != "interrupted":  # else the writer may be what failed
+            engine.writer.flush()
+    finally:
+        engine.unlock(sid)
+        engine.release_run(sid)
     return advise(engine, outcome)

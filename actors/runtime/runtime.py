@@ -8,7 +8,7 @@ as functions over the home's :class:`~actors.runtime.engine.Engine`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +16,29 @@ from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
 from actors.models.storable import check_storable
 from actors.models.tools import Tool
+from actors.observe.tracing import Tracing
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
-from actors.runtime import replayer, runs
+from actors.runtime import cancelling, replayer, runs
+from actors.runtime import follow as following
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
+from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
+from actors.runtime.handle import RunHandle
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
+from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo, session_info
 from actors.runtime.verify import VerifyReport
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
 from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
-from eventlog.records import AppendRequest, SessionRow
+from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
@@ -64,6 +69,7 @@ class Runtime:
         fault: FaultPlan | None = None,
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
+        tracing: Tracing = None,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -77,12 +83,15 @@ class Runtime:
                 mount): no writer is started, nothing is created or migrated, and every
                 write — a session, a run, a resume, a switch, a lock — raises
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
+            tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
+                app has set a tracer provider; True, False, or a ``TracerProvider``.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
                 or its schema cannot be read without migrating it).
+            UsageError: ``tracing`` is asked for without OpenTelemetry installed.
         """
-        self._engine = Engine(
+        self._engine = engine = Engine(
             Path(home).expanduser(),
             Path(project_dir) if project_dir is not None else Path.cwd(),
             durability=durability,
@@ -92,8 +101,8 @@ class Runtime:
             fault=fault,
             environ=environ,
             read_only=read_only,
+            tracing=tracing,
         )
-        engine = self._engine
         #: The clew home directory.
         self.home: Path = engine.home
         #: Where the Task WALs live (``<project>/.clew/tasks``).
@@ -108,6 +117,11 @@ class Runtime:
         self.ids: IdSource = engine.ids
         #: The default settings of a run.
         self.settings: RunSettings = engine.settings
+
+    @property
+    def tracing(self) -> bool:
+        """True when every run's spans go to OpenTelemetry (``Runtime(tracing=…)``)."""
+        return self._engine.tracing
 
     @classmethod
     def from_env(
@@ -264,6 +278,31 @@ class Runtime:
         """Return the session's task manager actor (one per session, started lazily)."""
         return self._engine.task_manager(session_id)
 
+    def follow(
+        self,
+        session_id: str,
+        since_seq: int = 0,
+        *,
+        poll_s: float = 0.2,
+        stop: following.Stop | None = None,
+        until_idle: bool = False,
+    ) -> Iterator[StoredEvent]:
+        """Yield the session's committed events with ``seq > since_seq`` as they land,
+        whichever process writes them (this one, or another on the same home).
+
+        Each poll is one indexed range read; while nothing is new it sleeps ``poll_s``.
+        It ends once ``stop`` (a ``threading.Event``, or a function) says so, or with
+        ``until_idle`` once the session has no run in progress — after yielding what was
+        committed by then. Without either it follows until the caller stops iterating.
+
+        Raises:
+            InvalidSessionId, UnknownSession: at the call, not at the first event.
+            UsageError: ``since_seq`` < 0 or ``poll_s`` <= 0.
+        """
+        return following.follow(
+            self._engine, session_id, since_seq, poll_s=poll_s, stop=stop, until_idle=until_idle
+        )
+
     # --- replay, resume, verify ------------------------------------------------------------
 
     def replay(
@@ -351,56 +390,45 @@ class Runtime:
         team: Team | None = None,
     ) -> RunOutcome:
         """Run one main run of ``session_id``; see :meth:`Session.run`."""
-        self._engine.refuse_if_read_only("running a session")
-        return runs.run_session(
-            self._engine,
-            session_id,
-            prompt,
-            model=model,
-            tools=tools,
-            settings=settings,
-            team=team,
-        )
+        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
+        return RunHandle(prepared, watch=False).result()
 
-
-class Session:
-    """A handle on one session of a :class:`Runtime`."""
-
-    def __init__(self, runtime: Runtime, session_id: str) -> None:
-        self.runtime = runtime
-        self.id = session_id
-
-    def __repr__(self) -> str:
-        return f"Session({self.id!r})"
-
-    def info(self) -> SessionInfo:
-        """Return this session's summary line."""
-        return self.runtime.info(self.runtime.store.read_session(self.id))
-
-    def run(
+    def start(
         self,
+        session_id: str,
         prompt: str,
         *,
         model: ModelArg,
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         team: Team | None = None,
-    ) -> RunOutcome:
-        """Run one main run (route → workers → primary → review) and return its outcome.
+    ) -> RunHandle:
+        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`."""
+        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
+        return RunHandle(prepared)
 
-        Args:
-            model: the model chain(s) (``default`` for every role without its own).
-            tools: tools every role may call (with the default team: every agent).
-            team: the roles, their instructions, allow-lists, models and typed output;
-                None: the default team (the router names roles, every role every tool).
+    def _prepare(
+        self,
+        session_id: str,
+        prompt: str,
+        model: ModelArg,
+        tools: Sequence[Tool],
+        settings: RunSettings | None,
+        team: Team | None,
+    ) -> runs.PreparedRun:
+        self._engine.refuse_if_read_only("running a session")
+        return runs.prepare_run(
+            self._engine, session_id, prompt, model=model, tools=tools, settings=settings, team=team
+        )
+
+    def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
+        """Cancel the session's run in progress — in this process, in the process that
+        owns the session (it notices within a second), or left interrupted by a crash
+        (then recorded as cancelled at once, without asking any model).
 
         Raises:
-            UsageError: the prompt is empty or not valid text (nothing is written).
-            TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
-            ProjectDirGone: the session's project directory no longer exists.
-            NeedsResume: the session has an interrupted run.
-            SessionBusy: a live process owns the session.
+            InvalidSessionId, UnknownSession: bad or unknown session.
+            NothingToCancel: no run of the session is in progress or interrupted.
+            ReadOnlyStore: the runtime was opened read-only.
         """
-        return self.runtime.run(
-            self.id, prompt, model=model, tools=tools, settings=settings, team=team
-        )
+        return cancelling.cancel_session(self._engine, session_id, reason)

@@ -27,6 +27,8 @@ from _processes import ROOT
 from _runtime_helpers import route, rule, worker
 from fake_server import FakeServer, Reply
 
+from actors import Runtime
+
 TASK_IDS = ["w1", "w2", "w3", "primary", "review"]
 
 
@@ -455,7 +457,7 @@ def test_a_run_whose_model_fails_is_one_line_on_stderr(empty: Where) -> None:
     assert line.startswith("error: the model failed:") and "HTTP 401: bad key" in line, line
 
 
-def test_ctrl_c_stops_a_demo_at_once_and_leaves_it_resumable(empty: Where) -> None:
+def test_ctrl_c_cancels_a_demo_at_once_and_records_it_cancelled(empty: Where) -> None:
     child = spawn(empty, "demo", "--slow", "1000")
     assert child.stdout is not None
     sid = child.stdout.readline().split()[1]
@@ -471,8 +473,13 @@ def test_ctrl_c_stops_a_demo_at_once_and_leaves_it_resumable(empty: Where) -> No
     assert 130 == child.returncode
     assert 1 == len(err.strip().splitlines()) and "interrupted" in err, err
     [info] = run_process(empty, "sessions", "--json").json()
-    assert info["interrupted"]
-    assert 0 == run_process(empty, "resume", sid).code
+    assert not info["interrupted"]
+    with Runtime(empty.home, empty.project, read_only=True) as rt:
+        [main] = [r for r in rt.store.read_runs(sid) if r.run_id == f"{sid}:brain:r1"]
+        assert "cancelled" == main.status
+        assert rt.replay(sid).identical
+        assert rt.verify(sid).ok
+    assert 2 == run_process(empty, "resume", sid).code  # nothing to resume
 
 
 def test_a_read_command_on_a_missing_home_is_refused_without_creating_it(empty: Where) -> None:

@@ -40,7 +40,10 @@ QUESTIONS = 60
 
 
 def _tree(
-    spec: Sequence[tuple[str, str | None, str]], active: str, kinds: dict[str, str] | None = None
+    spec: Sequence[tuple[str, str | None, str]],
+    active: str,
+    kinds: dict[str, str] | None = None,
+    metadata: dict[str, dict[str, object]] | None = None,
 ) -> NodeTree:
     """A tree of ``(node, parent, run)`` (ids relative to the session); a run's first
     node is its user message."""
@@ -59,6 +62,7 @@ def _tree(
                 role="user" if first else "assistant",
                 node_type=kind,  # type: ignore[arg-type]
                 content=[TextBlock(text=f"text of {nid}")],
+                metadata=(metadata or {}).get(nid, {}),
             ),
             "2026-01-01T00:00:00",
         )
@@ -138,7 +142,18 @@ def test_workers_are_listed_under_their_run_and_compaction_is_marked() -> None:
     )
     lines = _layout(tree)
     assert "  ▸ brain:r1/w1:r1 · 2 nodes text of brain:r1/w1:r1:n2" == lines[2]
-    assert lines[3].startswith("▶ brain:r1:n3 assistant/compaction ◆ compaction")
+    assert lines[3].startswith("▶ brain:r1:n3 assistant/compaction ✂ compaction")
+    compacted = {"from": f"{SID}:brain:r1:n1", "through": f"{SID}:brain:r1:n2", "nodes": 2}
+    tree = _tree(
+        spec,
+        "brain:r1:n3",
+        {"brain:r1:n3": "compaction"},
+        {"brain:r1:n3": {"compacted": compacted}},
+    )
+    marked = "✂ compacted 2 nodes (brain:r1:n1…brain:r1:n2)"
+    assert any(
+        line.startswith(f"▶ brain:r1:n3 assistant/compaction {marked}") for line in _layout(tree)
+    )
 
 
 def test_fitting_collapses_the_oldest_runs_and_keeps_the_active_node() -> None:

@@ -67,7 +67,7 @@ def test_the_timeline_prints_rows_before_the_last_event_is_read(
     assert "1000 events" == lines[-1]
     assert 1 + 1000 + 1 == len(lines)
     assert "1000" == lines[-2].split()[0]
-    assert ["todo_updated", "t1", "→", "running"] == lines[-2].split()[3:]  # the details
+    assert ["todo_updated", "t1", "running:", "note", "999"] == lines[-2].split()[3:]
     # When the last event is read, all rows but the last chunk are out already.
     assert [1 + 950] == printed_at_last
 

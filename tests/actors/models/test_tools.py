@@ -57,7 +57,7 @@ def test_a_hanging_tool_times_out_and_its_daemon_thread_is_left_behind() -> None
 
     assert time.monotonic() - started < 5
     assert "timeout" == error_type_of(caught.value)
-    (left,) = [t for t in threading.enumerate() if t.name == "clew-tool-t"]
+    (left,) = [t for t in threading.enumerate() if t.name == "clew-call-tool-t"]
     assert left.daemon  # it cannot keep the interpreter alive
     release.set()
     left.join(5)
