@@ -25,6 +25,7 @@ from actors.replay.report import ReplayReport
 from actors.runtime import cancelling, replayer, runs
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
+from actors.runtime.aio import AsyncSession
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
@@ -381,10 +382,12 @@ class Runtime:
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         team: Team | None = None,
+        watch: bool = True,
     ) -> RunHandle:
-        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`."""
+        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`.
+        ``watch=False``: no ``stream()`` (what ``run`` and ``arun`` use)."""
         prepared = self._prepare(session_id, prompt, model, tools, settings, team)
-        return RunHandle(prepared)
+        return RunHandle(prepared, watch=watch)
 
     def _prepare(
         self,
@@ -413,7 +416,7 @@ class Runtime:
         return cancelling.cancel_session(self._engine, session_id, reason)
 
 
-class Session:
+class Session(AsyncSession):
     """A handle on one session of a :class:`Runtime`."""
 
     def __init__(self, runtime: Runtime, session_id: str) -> None:
