@@ -6,7 +6,8 @@ The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, veri
 ``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
 (the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
 reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
-the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
+the scripted model, providers) · ``observe/`` (the run digest's log lines) · ``cli/``
+(the ``clew`` command) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (
@@ -50,7 +51,8 @@ from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
-from actors.runtime.runtime import Runtime, Session, SessionInfo
+from actors.runtime.runtime import Runtime, SessionInfo
+from actors.runtime.session import Session
 from actors.runtime.verify import SessionCheck, VerifyReport
 from eventlog.blocks import (
     ArtifactRefBlock,

@@ -37,6 +37,7 @@ SESSION_ID_RE = re.compile(r"^[a-zA-Z0-9_]+$")
 # Long enough for any id clew generates (~26 chars) plus user-chosen prefixes; short
 # enough that ``events_<sid>`` stays a sane identifier.
 MAX_SESSION_ID_LEN = 128
+_SESSION_PREFIX = re.compile(r"[a-zA-Z0-9_]+")
 
 _BRAIN = "brain"
 _HANDOFF = "handoff"
@@ -141,11 +142,6 @@ def event_id(session_id: str, run_id: str | None, run_seq: int | None, seq: int)
     return f"{session_id}#s{seq}"
 
 
-def session_of_event(event_id: str) -> str:
-    """Return the session id an event id belongs to (every event id starts with it)."""
-    return event_id.split(":", 1)[0].split("#", 1)[0]
-
-
 def wal_name_for(run_id: str) -> str:
     """Return the Task WAL name of a main run (WAL names allow only ``[a-zA-Z0-9_-]``)."""
     return run_id.replace(":", "_").replace("/", "_")
@@ -157,6 +153,13 @@ def wal_name_for(run_id: str) -> str:
 def relative(session_id: str, ident: str) -> str:
     """Return ``ident`` without its session prefix (``sess_x:brain:r1`` → ``brain:r1``)."""
     return ident.removeprefix(f"{session_id}:")
+
+
+def session_of(ident: str) -> str:
+    """Return the session id that an id of the session begins with (an event, run, agent or
+    node id: ``sess_x:brain:r1#4`` → ``sess_x``); a session id is returned as it is."""
+    match = _SESSION_PREFIX.match(ident)
+    return match.group(0) if match else ident
 
 
 def qualified(session_id: str, ident: str) -> str:

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import structlog
 
 from eventlog.clock import Clock
 from eventlog.errors import InvalidName, TaskWalCorrupt, TaskWalError, UnsafeFile
 from eventlog.ids import validate_session_id
+from eventlog.logs import get_logger
 from eventlog.regular_files import MIB, open_dir_under, open_under, read_fd
 
 WAL_FORMAT_VERSION = 1
@@ -55,7 +55,7 @@ _WHAT = "a Task WAL"
 
 TaskStatus = Literal["pending", "ready", "running", "completed", "failed", "cancelled", "blocked"]
 
-_log = structlog.get_logger("clew.taskwal")
+_log = get_logger("clew.taskwal")
 
 
 # --- the task event vocabulary ------------------------------------------------------------

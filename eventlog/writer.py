@@ -17,13 +17,13 @@ from typing import Any
 
 import msgspec
 import pykka
-import structlog
 
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
+from eventlog.logs import get_logger
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.store import EventStore
 
-log = structlog.get_logger("clew.writer")
+log = get_logger("clew.writer")
 
 #: Called after each commit with (events committed so far in total, this batch's events).
 CommitHook = Callable[[int, list[StoredEvent]], None]

@@ -1,9 +1,10 @@
 """The ``clew`` command line (typer + rich); ``main`` is the console script.
 
 ``app`` (the typer app) · ``run_commands`` / ``read_commands`` / ``check_commands``
-(the commands) · ``options`` (home, project, opening) · ``output`` (JSON, errors, exit
+(the commands) · ``tail`` (following a session) · ``summaries`` (one line per event) ·
+``options`` (home, project, opening) · ``output`` (JSON, errors, exit
 codes) · ``recipes`` (models from spec strings) · ``team_file`` (team files, TOML) ·
-``docs`` (JSON documents) · ``render`` (rich output) · ``logs`` (structlog configuration).
+``docs`` (JSON documents) · ``render`` (rich output) · ``logs`` (log level and format).
 """
 
 from actors.cli.main import main

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from actors.cli.logs import LogFormatOption, LogLevelOption, configure_logging
 from actors.cli.options import BEFORE_COMMAND, Home, Project
 
 app = typer.Typer(
@@ -20,9 +21,17 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root(home: Home = None, project: Project = None) -> None:
+def _root(
+    home: Home = None,
+    project: Project = None,
+    log_level: LogLevelOption = None,
+    log_format: LogFormatOption = None,
+) -> None:
     """clew: an event-sourced actor runtime for LLM agent sessions.
 
-    --home and --project work before the command or after it.
+    --home and --project work before the command or after it; --log-level and
+    --log-format before it.
     """
     BEFORE_COMMAND.update(home=home, project=project)
+    if log_level is not None or log_format is not None:
+        configure_logging(level=log_level, fmt=log_format)

@@ -1,19 +1,24 @@
-"""Logging of the ``clew`` CLI: the one place in clew that configures structlog.
+"""Logging of the ``clew`` CLI: clew's records as lines on **stderr**, never on stdout.
 
-The library only binds and emits; here every record at ``$CLEW_LOG_LEVEL`` (default:
-warning) and above is rendered as one line on **stderr**, so stdout carries only the
-command's output and ``--json`` stays exactly one document.
+The CLI sets clew's own output (:func:`eventlog.logs.set_output`) from ``--log-level`` /
+``--log-format`` (before the command), else ``$CLEW_LOG_LEVEL`` / ``$CLEW_LOG_FORMAT``,
+else warnings and above as console lines. It never calls ``structlog.configure``: a
+program that configured structlog and calls :func:`actors.cli.main` keeps its
+configuration, and ``main`` puts the previous output back when it returns. stdout carries
+only the command's output, so ``--json`` stays exactly one document.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
 from collections.abc import Mapping
+from typing import Annotated
 
-import structlog
-from structlog.typing import EventDict, WrappedLogger
+import typer
+
+from actors.cli.output import quoted
+from actors.errors import UsageError
+from eventlog.logs import FORMATS, LEVELS, LogFormat, LogOutput, set_output
 
 #: Library events whose content every command prints itself (the run outcome's error; an
 #: unavailable Task WAL, which ``tasks``/``verify`` show, ``resume`` refuses naming and a
@@ -23,35 +28,61 @@ REPORTED_BY_THE_CLI = frozenset(
     {"brain_run_failed", "brain_run_interrupted", "worker_interrupted", "task_wal_unavailable"}
 )
 
+LogLevelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--log-level",
+        metavar="LEVEL",
+        help="log to stderr from LEVEL up: debug, info, warning, error (default: $CLEW_LOG_LEVEL,"
+        " else warning)",
+        show_default=False,
+    ),
+]
+LogFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--log-format",
+        metavar="FORMAT",
+        help="console or json: one JSON object a line (default: $CLEW_LOG_FORMAT, else console)",
+        show_default=False,
+    ),
+]
 
-class _StderrLogger:
-    """A structlog logger writing to whatever ``sys.stderr`` is *now* (tests swap it)."""
 
-    def msg(self, message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    debug = info = warning = warn = error = critical = exception = fatal = log = msg
-
-
-def _drop_reported(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
-    if event_dict.get("event") in REPORTED_BY_THE_CLI:
-        raise structlog.DropEvent
-    return event_dict
+def _level(value: str, where: str) -> int:
+    level = LEVELS.get(value.strip().lower())
+    if level is None:
+        raise UsageError(f"{where} must be one of {', '.join(LEVELS)}, not {quoted(value)}")
+    return level
 
 
-def configure_logging(env: Mapping[str, str] | None = None) -> None:
-    """Render structlog to stderr at ``$CLEW_LOG_LEVEL`` (default: warning and above)."""
+def _format(value: str, where: str) -> LogFormat:
+    for fmt in FORMATS:
+        if value.strip().lower() == fmt:
+            return fmt
+    raise UsageError(f"{where} must be one of {', '.join(FORMATS)}, not {quoted(value)}")
+
+
+def configure_logging(
+    env: Mapping[str, str] | None = None, *, level: str | None = None, fmt: str | None = None
+) -> LogOutput:
+    """Write clew's records to stderr at ``level`` (else ``$CLEW_LOG_LEVEL``, else warning)
+    in ``fmt`` (else ``$CLEW_LOG_FORMAT``, else console); return the output set.
+
+    Raises:
+        UsageError: a level or format that is not one of the known names.
+    """
     env = os.environ if env is None else env
-    name = env.get("CLEW_LOG_LEVEL", "warning").upper()
-    level = logging.getLevelNamesMapping().get(name, logging.WARNING)
-    structlog.configure(
-        processors=[
-            _drop_reported,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=lambda *_args: _StderrLogger(),
-        cache_logger_on_first_use=False,
+    chosen_level = (
+        _level(level, "--log-level")
+        if level is not None
+        else _level(env.get("CLEW_LOG_LEVEL") or "warning", "$CLEW_LOG_LEVEL")
     )
+    chosen_format = (
+        _format(fmt, "--log-format")
+        if fmt is not None
+        else _format(env.get("CLEW_LOG_FORMAT") or "console", "$CLEW_LOG_FORMAT")
+    )
+    output = LogOutput(level=chosen_level, format=chosen_format, drop=REPORTED_BY_THE_CLI)
+    set_output(output)
+    return output

@@ -1,7 +1,7 @@
 """The ``clew`` entry point: configure logging, run the typer app, map errors to exit codes.
 
-The CLI is the one place that configures logging: structlog renders warnings and above
-to stderr, so ``--json`` output on stdout is never polluted.
+The CLI writes clew's log records to stderr (warnings and above unless told otherwise;
+see ``actors/cli/logs.py``), so ``--json`` output on stdout is never polluted.
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, live_commands, read_commands, run_commands
+from actors.cli import check_commands, live_commands, read_commands, run_commands, tail
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
 from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
+from eventlog.logs import get_output, set_output
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands)
+COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands, tail)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the clew CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    configure_logging()
+    logs_before = get_output()
     BEFORE_COMMAND.clear()
     # Only the process's own entry point exits on Ctrl-C; a caller of main() (tests, an
     # embedding program) keeps its handler.
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
     try:
+        configure_logging()
         result = app(args=args, prog_name="clew", standalone_mode=False)
     except typer.Abort:
         print("interrupted", file=sys.stderr)
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return code
     finally:
+        set_output(logs_before)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return _exit_code(result)

@@ -26,6 +26,7 @@ from actors.cli.options import (
     where_from,
 )
 from actors.cli.output import exit_with, fail, print_json, utf8_text
+from actors.cli.progress import Progress
 from actors.cli.read_commands import print_tasks, print_tree
 from actors.cli.recipes import (
     ModelRecipe,
@@ -43,10 +44,15 @@ from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.runtime.runs import check_prompt
-from actors.runtime.runtime import Runtime, Session
+from actors.runtime.runtime import Runtime
+from actors.runtime.session import Session
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 from eventlog.ids import validate_session_id
+
+
+def _print_now(line: str) -> None:
+    print(line, flush=True)
 
 
 @app.command()
@@ -73,7 +79,14 @@ def demo(
             # Printed (and flushed) first, so a person or a test can kill the run and resume it.
             out.print(f"session {session.id}")
             sys.stdout.flush()
-        outcome = session.run(DEMO_PROMPT, model=demo_model(workers, slow), team=team)
+        model = demo_model(workers, slow)
+        if as_json:
+            outcome = session.run(DEMO_PROMPT, model=model, team=team)
+        else:
+            # Live progress from the first second: one line per step as its events land.
+            handle = session.start(DEMO_PROMPT, model=model, team=team)
+            Progress(session.id, _print_now).follow(handle.stream())
+            outcome = handle.result()
         report = rt.replay(session.id)
         ok = outcome.status == "completed" and report.identical
         if as_json:

@@ -17,7 +17,6 @@ import threading
 
 import msgspec
 import pykka
-import structlog
 
 from actors.errors import Divergence, RunCancelled, RunInterrupted
 from actors.models.storable import safe_text
@@ -28,8 +27,9 @@ from actors.replay.log import interruption, is_replay_stop
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.events import AgentStatusChanged, RunEnded
 from eventlog.ids import brain_agent_id
+from eventlog.logs import get_logger
 
-log = structlog.get_logger("clew.brain")
+log = get_logger("clew.brain")
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True, tag="run_request"):

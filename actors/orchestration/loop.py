@@ -38,6 +38,7 @@ from eventlog.events import (
     EndReason,
     ModelFailed,
     ModelRequested,
+    ModelResponded,
     Node,
     NodeAppended,
     NodeRole,
@@ -184,19 +185,22 @@ def call_model(
                 if again:
                     continue
                 break
-            rec.emit(
-                TokenUsage(
-                    model=model.name,
-                    role=role,
-                    phase=phase,
-                    task_id=task_id,
-                    call_index=index,
-                    usage=responded.usage,
-                )
-            )
+            rec.emit(_usage(responded, role=role, phase=phase, task_id=task_id))
             return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     raise last
+
+
+def _usage(responded: ModelResponded, *, role: str, phase: str, task_id: str | None) -> TokenUsage:
+    """Return the ``token_usage`` event of a model's reply."""
+    return TokenUsage(
+        model=responded.model,
+        role=role,
+        phase=phase,
+        task_id=task_id,
+        call_index=responded.call_index,
+        usage=responded.usage,
+    )
 
 
 def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
@@ -253,7 +257,6 @@ def _live_call(
             check_storable((response.content, response.stop_reason), "the model's reply")
         except CallCancelled:
             rec.stop_here("model")
-            raise  # pragma: no cover - stop_here always raises
         except CallTimedOut:
             raise ModelError(
                 f"the model did not answer within {timeout:g} s", error_type="ModelTimeout"

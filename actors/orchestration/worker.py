@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 import pykka
-import structlog
 
 from actors.errors import RunCancelled
 from actors.models.calls import CancelScope
@@ -36,9 +35,10 @@ from eventlog.events import (
     WorkerFailed,
 )
 from eventlog.ids import agent_run_id
+from eventlog.logs import get_logger
 from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
 
-log = structlog.get_logger("clew.worker")
+log = get_logger("clew.worker")
 
 
 class StartWorker(msgspec.Struct, frozen=True, kw_only=True, tag="start_worker"):

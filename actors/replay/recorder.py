@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
@@ -149,7 +149,7 @@ class RunRecorder:
         elif self.cancel.cancelled and self._live_allowed:
             self.stop_here(during)
 
-    def stop_here(self, during: CancelPhase = "") -> None:
+    def stop_here(self, during: CancelPhase = "") -> NoReturn:
         """Record that the run stops here because its scope was cancelled; raise.
 
         Raises:

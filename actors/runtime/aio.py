@@ -161,63 +161,49 @@ def _seen(future: asyncio.Future[RunOutcome]) -> None:
         future.exception()
 
 
-class AsyncSession:
-    """``await session.arun(…)`` and ``async for item in session.astream(…)``: the async
-    twins of :meth:`Session.run` and of ``start(…).stream()`` (mixed into ``Session``)."""
+async def arun(
+    runtime: Runtime,
+    session_id: str,
+    prompt: str,
+    *,
+    model: ModelArg,
+    tools: Sequence[Tool] = (),
+    settings: RunSettings | None = None,
+    team: Team | None = None,
+) -> RunOutcome:
+    """Run one main run from this loop and return its outcome (``Session.arun``)."""
+    with run_loop(asyncio.get_running_loop()):
+        handle = runtime.start(
+            session_id, prompt, model=model, tools=tools, settings=settings, team=team, watch=False
+        )
+    return await aresult(handle)
 
-    if TYPE_CHECKING:
-        runtime: Runtime
-        id: str
 
-    async def arun(
-        self,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> RunOutcome:
-        """Run one main run and return its outcome, without blocking the event loop.
+async def astream_run(
+    runtime: Runtime,
+    session_id: str,
+    prompt: str,
+    *,
+    model: ModelArg,
+    tools: Sequence[Tool] = (),
+    settings: RunSettings | None = None,
+    team: Team | None = None,
+) -> AsyncGenerator[StreamItem, None]:
+    """Start one main run from this loop and yield its stream (``Session.astream``).
 
-        Same arguments and errors as :meth:`Session.run` (raised before anything is
-        written). Async models run on this loop. Cancelling the awaiting task cancels the
-        run (recorded) before the ``CancelledError`` goes on.
-        """
-        with run_loop(asyncio.get_running_loop()):
-            handle = self.runtime.start(
-                self.id, prompt, model=model, tools=tools, settings=settings, team=team, watch=False
-            )
-        return await aresult(handle)
-
-    async def astream(
-        self,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> AsyncGenerator[StreamItem, None]:
-        """Start one main run and yield what :meth:`RunHandle.stream` yields: every
-        committed event of the run in ``seq`` order, with the ``TextDelta`` pieces.
-
-        Same arguments and errors as :meth:`Session.run` (raised at the first
-        iteration). Async models run on this loop. The run belongs to the iteration:
-        cancelling the task, or closing the iterator before the run ended, cancels the
-        run (recorded) and waits for its end; a run that raised raises here at the end.
-        """
-        with run_loop(asyncio.get_running_loop()):
-            handle = self.runtime.start(
-                self.id, prompt, model=model, tools=tools, settings=settings, team=team
-            )
-        finished = False
-        try:
-            async with aclosing(astream(handle)) as items:
-                async for item in items:
-                    yield item
-            finished = True
-        finally:
-            if not finished and not handle.cancelled:  # else it is stopped already
-                await _stop(handle, STREAM_CLOSED)
-        await aresult(handle)  # the run's own error, if it raised
+    The run belongs to the iteration: closing it before the run ended cancels the run.
+    """
+    with run_loop(asyncio.get_running_loop()):
+        handle = runtime.start(
+            session_id, prompt, model=model, tools=tools, settings=settings, team=team
+        )
+    finished = False
+    try:
+        async with aclosing(astream(handle)) as items:
+            async for item in items:
+                yield item
+        finished = True
+    finally:
+        if not finished and not handle.cancelled:  # else it is stopped already
+            await _stop(handle, STREAM_CLOSED)
+    await aresult(handle)  # the run's own error, if it raised

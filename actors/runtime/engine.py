@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from actors.errors import ProjectDirGone, SessionBusy
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
+from actors.observe.logs import RunLogs
 from actors.orchestration.env import SessionEnv
 from actors.replay.inputs import RunSettings
 from actors.runtime.faults import FaultPlan
@@ -105,6 +106,8 @@ class Engine:
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
+        # The run digest's log lines, from commits; nothing subscribed when info is off.
+        self._run_logs = None if read_only else RunLogs.attach(self.writer)
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
         #: The main runs this engine has in progress (their ``RunHandle``).
@@ -123,6 +126,8 @@ class Engine:
             stop_task_manager(tm)
         self._task_managers.clear()
         self.writer.stop()
+        if self._run_logs is not None:
+            self._run_logs.close()
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()

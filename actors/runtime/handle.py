@@ -17,16 +17,15 @@ import threading
 from collections.abc import AsyncGenerator, Generator
 from typing import Final
 
-import structlog
-
 from actors.models.protocol import TextDelta
 from actors.orchestration.main_run import RunOutcome
 from actors.runtime import aio, control
 from actors.runtime.runs import PreparedRun, execute_prepared
-from eventlog.ids import session_of_event
+from eventlog.ids import session_of
+from eventlog.logs import get_logger
 from eventlog.records import StoredEvent
 
-log = structlog.get_logger("clew.run")
+log = get_logger("clew.run")
 
 #: What a run's stream yields: committed events and text pieces.
 StreamItem = StoredEvent | TextDelta
@@ -88,7 +87,7 @@ class RunHandle:
         assert self._items is not None
         sid = self.session_id
         for ev in events:
-            if session_of_event(ev.event_id) == sid:
+            if session_of(ev.event_id) == sid:
                 self._items.put(ev)
 
     def _on_delta(self, delta: TextDelta) -> None:

@@ -8,7 +8,7 @@ as functions over the home's :class:`~actors.runtime.engine.Engine`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +23,22 @@ from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
 from actors.runtime import cancelling, replayer, runs
+from actors.runtime import follow as following
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
-from actors.runtime.aio import AsyncSession
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
+from actors.runtime.session import Session
 from actors.runtime.verify import VerifyReport
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
 from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
-from eventlog.records import AppendRequest, SessionRow
+from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
@@ -283,6 +284,31 @@ class Runtime:
         """Return the session's task manager actor (one per session, started lazily)."""
         return self._engine.task_manager(session_id)
 
+    def follow(
+        self,
+        session_id: str,
+        since_seq: int = 0,
+        *,
+        poll_s: float = 0.2,
+        stop: following.Stop | None = None,
+        until_idle: bool = False,
+    ) -> Iterator[StoredEvent]:
+        """Yield the session's committed events with ``seq > since_seq`` as they land,
+        whichever process writes them (this one, or another on the same home).
+
+        Each poll is one indexed range read; while nothing is new it sleeps ``poll_s``.
+        It ends once ``stop`` (a ``threading.Event``, or a function) says so, or with
+        ``until_idle`` once the session has no run in progress — after yielding what was
+        committed by then. Without either it follows until the caller stops iterating.
+
+        Raises:
+            InvalidSessionId, UnknownSession: at the call, not at the first event.
+            UsageError: ``since_seq`` < 0 or ``poll_s`` <= 0.
+        """
+        return following.follow(
+            self._engine, session_id, since_seq, poll_s=poll_s, stop=stop, until_idle=until_idle
+        )
+
     # --- replay, resume, verify ------------------------------------------------------------
 
     def replay(
@@ -414,69 +440,3 @@ class Runtime:
             ReadOnlyStore: the runtime was opened read-only.
         """
         return cancelling.cancel_session(self._engine, session_id, reason)
-
-
-class Session(AsyncSession):
-    """A handle on one session of a :class:`Runtime`."""
-
-    def __init__(self, runtime: Runtime, session_id: str) -> None:
-        self.runtime = runtime
-        self.id = session_id
-
-    def __repr__(self) -> str:
-        return f"Session({self.id!r})"
-
-    def info(self) -> SessionInfo:
-        """Return this session's summary line."""
-        return self.runtime.info(self.runtime.store.read_session(self.id))
-
-    def run(
-        self,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> RunOutcome:
-        """Run one main run (route → workers → primary → review) and return its outcome.
-
-        Args:
-            model: the model chain(s) (``default`` for every role without its own).
-            tools: tools every role may call (with the default team: every agent).
-            team: the roles, their instructions, allow-lists, models and typed output;
-                None: the default team (the router names roles, every role every tool).
-
-        Raises:
-            UsageError: the prompt is empty or not valid text (nothing is written).
-            TeamError: the team is unusable (an ``extends`` cycle, an unknown role …).
-            ProjectDirGone: the session's project directory no longer exists.
-            NeedsResume: the session has an interrupted run.
-            SessionBusy: a live process owns the session.
-        """
-        return self.runtime.run(
-            self.id, prompt, model=model, tools=tools, settings=settings, team=team
-        )
-
-    def start(
-        self,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> RunHandle:
-        """Start one main run and return its :class:`RunHandle` at once: ``stream()`` its
-        events and text, ``result()`` to await the :class:`RunOutcome`, ``cancel()``.
-
-        Takes the same arguments as :meth:`run` and raises the same errors, at once,
-        before anything is written.
-        """
-        return self.runtime.start(
-            self.id, prompt, model=model, tools=tools, settings=settings, team=team
-        )
-
-    def cancel(self, reason: str = "cancelled") -> CancelReport:
-        """Cancel this session's run in progress; see :meth:`Runtime.cancel`."""
-        return self.runtime.cancel(self.id, reason)

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 import pykka
-import structlog
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from actors.tasks.changes import (
@@ -39,6 +38,7 @@ from actors.tasks.changes import (
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import TaskGraphError, TaskWalCorrupt, TaskWalError
 from eventlog.ids import validate_session_id
+from eventlog.logs import get_logger
 from eventlog.taskwal import (
     TaskEvent,
     TaskStatus,
@@ -87,7 +87,7 @@ class TaskManager(pykka.ThreadingActor):
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._open: dict[str, _OpenWal] = {}
         self._unavailable: dict[str, TaskWalReport] = {}
-        self._log = structlog.get_logger("clew.tasks").bind(session_id=session_id)
+        self._log = get_logger("clew.tasks").bind(session_id=session_id)
 
     def on_stop(self) -> None:
         for w in self._open.values():
@@ -139,7 +139,7 @@ class TaskManager(pykka.ThreadingActor):
             dag,
             report,
         )
-        log.info("task_wal_opened", lines=report.lines, truncated_tail=report.truncated_tail)
+        log.debug("task_wal_opened", lines=report.lines, truncated_tail=report.truncated_tail)
         return report
 
     def _get(self, name: str) -> _OpenWal:

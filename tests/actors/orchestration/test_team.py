@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pydantic
 import pytest
 from _runtime_helpers import route, rule, run_session, scripted, worker
@@ -327,17 +328,15 @@ def test_a_tool_taking_a_context_gets_the_recorded_call_id_and_who_calls(
 
     (started,) = s.of(ToolCallStarted)
     (ctx,) = seen
-    assert (
-        ToolContext(
-            tool_call_id=started.tool_call_id,
-            session_id=s.sid,
-            run_id=s.worker_run("w1"),
-            agent_id=s.ctx("w1"),
-            role="researcher",
-            attempt=1,
-        )
-        == ctx
-    )
+    assert ToolContext(
+        tool_call_id=started.tool_call_id,
+        session_id=s.sid,
+        run_id=s.worker_run("w1"),
+        agent_id=s.ctx("w1"),
+        role="researcher",
+        attempt=1,
+    ) == msgspec.structs.replace(ctx, cancel=None)
+    assert ctx.cancel is not None and not ctx.cancelled  # the run's scope, never cancelled
 
 
 # --- replay ---------------------------------------------------------------------------

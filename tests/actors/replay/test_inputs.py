@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
@@ -303,6 +303,7 @@ team_records = st.builds(
 )
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])  # big teams; slow on a busy machine
 @given(run_inputs, team_records, st.sampled_from([None, "retry", "fail", "skip"]))
 def test_any_version_2_inputs_with_a_team_round_trip(
     inputs: RunInputs, team: TeamRecord, policy: str | None

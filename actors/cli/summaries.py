@@ -1,0 +1,137 @@
+"""One short human summary per event: what ``clew tail`` prints after the event type.
+
+The tool name and its arguments, the model and its tokens, a status, a goal: enough to
+follow a run by eye. Ids are relative to the session; text is cut to one short line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from actors.cli.render import clip, excerpt, short
+from eventlog.events import (
+    ActiveNodeSwitched,
+    AgentCreated,
+    AgentStatusChanged,
+    ArtifactCreated,
+    ClarificationRequested,
+    Event,
+    FixIteration,
+    HandoffSent,
+    InDoubtResolved,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    NodeAppended,
+    PlanRejected,
+    RunEnded,
+    RunStarted,
+    SessionCreated,
+    TodoPlanned,
+    TodoUpdated,
+    TokenUsage,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+    Usage,
+    WorkerFailed,
+    WorkerResultReceived,
+)
+from eventlog.ids import task_of
+
+#: Longest summary: a line of ``clew tail`` stays readable on a terminal.
+SUMMARY = 96
+
+
+def _tokens(usage: Usage) -> str:
+    return f"{usage.input_tokens}→{usage.output_tokens} tokens"
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def _attempt(n: int) -> str:
+    return f" attempt {n}" if n > 1 else ""
+
+
+def summarise(sid: str, event: Event) -> str:
+    """Return a one-line summary of ``event`` (of session ``sid``); "" when none helps."""
+    text = _runs_and_agents(sid, event)
+    if text is None:
+        text = _calls(event)
+    if text is None:
+        text = _orchestration(sid, event)
+    return clip(text or "", SUMMARY)
+
+
+def _runs_and_agents(sid: str, event: Event) -> str | None:
+    text: str | None = None
+    match event:
+        case SessionCreated(cwd=cwd):
+            text = f"cwd {cwd}"
+        case RunStarted(run_id=run_id, phase=phase, attempt=attempt):
+            text = f"{short(sid, run_id)} {phase}{_attempt(attempt)}".strip()
+        case RunEnded(status=status, end_reason=reason, turn_count=turns, usage=usage):
+            why = "" if reason == status else f" ({reason})"
+            error = f": {event.error.get('message', '')}" if event.error else ""
+            text = f"{status}{why}, {turns} turns, {_tokens(usage)}{error}"
+        case AgentCreated(role=role, agent_type=kind, purpose=purpose):
+            text = f"{role or kind} ({kind}){': ' + purpose if purpose else ''}"
+        case AgentStatusChanged(status=status):
+            text = status
+        case NodeAppended(node=node):
+            text = f"{node.role}: {excerpt(node.content)}"
+        case ActiveNodeSwitched(to_node_id=to):
+            text = f"→ {short(sid, to)}"
+    return text
+
+
+def _calls(event: Event) -> str | None:
+    text: str | None = None
+    match event:
+        case ModelRequested(model=model, role=role, call_index=n, attempt=attempt):
+            text = f"{role or '-'} → {model} call {n}{_attempt(attempt)}"
+        case ModelResponded(model=model, usage=usage, stop_reason=stop):
+            text = f"{model} {_tokens(usage)} {stop}"
+        case ModelFailed(model=model, error_type=kind, message=message):
+            fallback = " (falling back)" if event.will_fallback else ""
+            text = f"{model} {kind}: {message}{fallback}"
+        case TokenUsage(model=model, role=role, usage=usage):
+            text = f"{role or '-'} {model} {_tokens(usage)}"
+        case ToolCallStarted(tool_name=name, arguments=arguments):
+            text = f"{name} {_args(arguments)}"
+        case ToolCallFinished(tool_name=name, is_error=is_error, content=content):
+            text = f"{name} {'error' if is_error else 'ok'}: {excerpt(content)}"
+        case ToolFailed(tool_name=name, error_type=kind, message=message):
+            text = f"{name} {kind}: {message}"
+        case InDoubtResolved(tool_name=name, decision=decision, reason=reason):
+            text = f"{name} {decision}{': ' + reason if reason else ''}"
+    return text
+
+
+def _orchestration(sid: str, event: Event) -> str | None:
+    text: str | None = None
+    match event:
+        case HandoffSent(packet=packet):
+            task = packet.task
+            text = f"→ {task_of(task.id)} ({task.agent_role}): {task.goal}"
+        case WorkerResultReceived(result=result):
+            said = result.error or result.summary
+            text = f"← {task_of(result.task_id)} {result.status}: {said}"
+        case WorkerFailed(task_id=task, error_type=kind, message=message):
+            text = f"{task_of(task)} {kind}: {message}"
+        case PlanRejected(error=error, fallback=fallback):
+            text = f"{error} → {fallback}"
+        case TodoPlanned(todos=todos):
+            text = f"{len(todos)} todos: {', '.join(t.id for t in todos)}"
+        case TodoUpdated(todo_id=todo, status=status, note=note):
+            text = f"{todo} {status}{': ' + note if note else ''}"
+        case ArtifactCreated(filename=name, size_bytes=size, summary=summary):
+            text = f"{name or 'artifact'} {size} bytes{': ' + summary if summary else ''}"
+        case ClarificationRequested(question=question):
+            text = question
+        case FixIteration(iteration=n, trigger=trigger):
+            text = f"iteration {n}: {trigger}"
+    return text

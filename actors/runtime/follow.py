@@ -1,0 +1,100 @@
+"""Follow a session's committed events as they land, whichever process writes them.
+
+:func:`follow` polls the store: each poll is one indexed range read
+(``read_events(session, after_seq=last, limit=FOLLOW_BATCH)``: on SQLite
+``WHERE seq > ? ORDER BY seq LIMIT ?`` on the unique ``seq`` index), so a poll costs
+what is new, never a re-read of the session. A reader sees only committed transactions,
+so every event yielded is durable, and seqs come gapless and in order. While nothing is
+new it sleeps ``poll_s`` (woken early by a ``threading.Event`` stop).
+
+It ends when ``stop`` says so, or — with ``until_idle`` — once the session has no run in
+progress: no run the store calls running/pending whose owner lock a live process holds
+(an interrupted run is not in progress: nothing more will land until a resume). Either
+way, what was committed before it ends is yielded first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from actors.errors import UsageError
+from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
+from eventlog.ids import validate_session_id
+from eventlog.records import StoredEvent
+from eventlog.store import EventStore
+
+#: What may stop a follower: an event to set, or a function that says when.
+Stop = threading.Event | Callable[[], bool]
+#: Most events read by one query: a long backlog streams in bounded memory.
+FOLLOW_BATCH = 1000
+
+
+def run_in_progress(engine: Engine, session_id: str) -> bool:
+    """True when a run of the session is open in the store and its owner is alive."""
+    runs = engine.store.read_runs(session_id)
+    # The store first: the owner-lock probe only when a run is open (a live owner then
+    # holds the lock, so the probe never takes it from under a starting run).
+    return any(r.status in OPEN_RUN_STATUSES for r in runs) and engine.is_owned(session_id)
+
+
+def follow(
+    engine: Engine,
+    session_id: str,
+    since_seq: int = 0,
+    *,
+    poll_s: float = 0.2,
+    stop: Stop | None = None,
+    until_idle: bool = False,
+) -> Iterator[StoredEvent]:
+    """Return an iterator over the session's events with ``seq > since_seq``, as they land.
+
+    The session is checked now, not at the first ``next()``.
+
+    Raises:
+        InvalidSessionId, UnknownSession: a bad or unknown session id.
+        UsageError: ``since_seq`` is negative or not a whole number, ``poll_s`` not > 0.
+    """
+    sid = validate_session_id(session_id)
+    if isinstance(since_seq, bool) or not isinstance(since_seq, int) or since_seq < 0:
+        raise UsageError(f"since_seq must be a whole number >= 0, not {since_seq!r}")
+    if not poll_s > 0:
+        raise UsageError(f"poll_s must be > 0 seconds, not {poll_s!r}")
+    engine.store.read_session(sid)
+    idle = (lambda: not run_in_progress(engine, sid)) if until_idle else None
+    return _poll(engine.store, sid, since_seq, poll_s, stop, idle)
+
+
+def _stopped(stop: Stop | None) -> bool:
+    if stop is None:
+        return False
+    if isinstance(stop, threading.Event):
+        return stop.is_set()
+    return bool(stop())
+
+
+def _poll(
+    store: EventStore,
+    sid: str,
+    last: int,
+    poll_s: float,
+    stop: Stop | None,
+    idle: Callable[[], bool] | None,
+) -> Iterator[StoredEvent]:
+    while True:
+        batch = store.read_events(sid, after_seq=last, limit=FOLLOW_BATCH)
+        yield from batch
+        if batch:
+            last = batch[-1].seq
+            if len(batch) == FOLLOW_BATCH:
+                continue  # a backlog: read on before sleeping
+        if _stopped(stop) or (idle is not None and idle()):
+            # Read once more: the run may have committed its last events (and ended, or
+            # made ``stop`` true) between the read above and this check.
+            yield from store.read_events(sid, after_seq=last)
+            return
+        if isinstance(stop, threading.Event):
+            stop.wait(poll_s)
+        else:
+            time.sleep(poll_s)
