@@ -6,8 +6,8 @@ The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, veri
 ``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
 (the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
 reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
-the scripted model, providers) · ``observe/`` (the run digest's log lines) · ``cli/``
-(the ``clew`` command) · ``errors`` · ``demo``.
+the scripted model, providers) · ``observe/`` (the run digest's log lines, OpenTelemetry
+spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (

@@ -16,6 +16,7 @@ The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task 
     handoff packet     <run>/handoff/<task>
     derived in a run   <run>:<kind><n>         (nodes: <run>:n<k>)
     event              <run>#<run_seq>, or <sid>#s<seq> for an event of no run
+                       (every id above starts with <sid>: ``session_of`` reads it back)
     artifact           art_<sha256(<sid>:<content sha256>)[:24]>
     review task        review, review-2, review-3 …
     dispatched task    dispatch-1, dispatch-2 …    (the primary's dispatch calls, in order)
@@ -104,6 +105,14 @@ def worker_agent_id(run_id: str, task_id: str) -> str:
 def task_of(worker_agent: str) -> str:
     """Return the plan task id of a worker agent / context id (``<run>/<task>`` → task)."""
     return worker_agent.rsplit("/", 1)[-1]
+
+
+def main_run_of(worker_agent: str) -> str | None:
+    """Return the main run of a worker agent (``<run>/<task>`` → ``<run>``); None for an
+    agent that is not a main run's worker."""
+    run, sep, _ = worker_agent.rpartition("/")
+    agent = run.rpartition(":")[0]
+    return run if sep and is_main_run(session_of(run), agent) else None
 
 
 def handoff_id(run_id: str, task_id: str) -> str:

@@ -4,8 +4,12 @@ Input is the active path, root first, as ``NodeRow`` (``store.read_active_path``
 ``Node`` (:meth:`projections.tree.NodeTree.active_path`); the cost grows with the
 path's depth, never with the session's size. The rules:
 
-1. The last ``compaction`` node on the path stands in for everything above it: the
-   messages start at that node (its content is the summary).
+1. The last ``compaction`` node on the path stands in for what it summarises: its
+   message (the summary) comes first. Without ``metadata.compacted.kept_from`` it
+   replaces everything above it; with it, the path from that node up to the
+   compaction node (the kept tail, verbatim) follows the summary, then whatever came
+   after the compaction node. Nothing is deleted: the tree keeps every node
+   (docs/context.md).
 2. Each node becomes one message with the node's role and its content blocks,
    whatever its ``node_type`` (skill/memory context, plan/task instructions, child
    results and notes are context too). Nodes with no content are skipped.
@@ -21,7 +25,7 @@ path's depth, never with the session's size. The rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from eventlog.blocks import (
     ContentBlock,
@@ -47,6 +51,12 @@ class PathNode(Protocol):
     @property
     def content(self) -> list[ContentBlock]: ...
 
+    @property
+    def node_id(self) -> str: ...
+
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
 
 def compaction_start(path: Sequence[PathNode]) -> int:
     """Return the index of the last ``compaction`` node on ``path`` (0 when there is none)."""
@@ -56,9 +66,30 @@ def compaction_start(path: Sequence[PathNode]) -> int:
     return 0
 
 
+N = TypeVar("N", bound=PathNode)
+
+
+def kept_from(node: PathNode) -> str | None:
+    """Return the first node of the tail a compaction node keeps verbatim, if any."""
+    compacted = node.metadata.get("compacted") if node.node_type == "compaction" else None
+    first = compacted.get("kept_from") if isinstance(compacted, dict) else None
+    return first if isinstance(first, str) else None
+
+
+def context_nodes(path: Sequence[N]) -> list[N]:
+    """Return the nodes of ``path`` a model call sees, in order (rule 1 applied)."""
+    start = compaction_start(path)
+    keep = kept_from(path[start]) if path else None
+    if keep is not None:
+        for j in range(start - 1, -1, -1):
+            if path[j].node_id == keep:
+                return [path[start], *path[j:start], *path[start + 1 :]]
+    return list(path[start:])
+
+
 def build_context(path: Sequence[PathNode]) -> list[Message]:
     """Return the messages for a model call whose context is ``path`` (root first)."""
-    nodes = path[compaction_start(path) :]
+    nodes = context_nodes(path)
     # Index results by call id first, so a call can pull its result forward. A result
     # recorded twice (a retried tool) counts once: the last one wins.
     results: dict[str, ToolResultBlock] = {}

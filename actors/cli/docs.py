@@ -63,6 +63,9 @@ def tree_doc(
             "text": excerpt(n.content),
             "children": tree.children(n.node_id),
             "on_active_path": n.node_id in on_path,
+            "token_count": n.token_count,
+            # A compaction node: the id range it replaces and the first node it keeps.
+            "compacted": n.metadata.get("compacted") if n.node_type == "compaction" else None,
         }
         for n in tree.rows()
     ]

@@ -144,6 +144,13 @@ def _label(tree: NodeTree, sid: str, nid: str, on_path: bool, active_id: str | N
     row = tree.row(nid)
     text = escape(excerpt(row.content))
     head = f"{escape(short(sid, nid))} [dim]{row.role}/{row.node_type}[/dim]"
+    compacted = row.metadata.get("compacted") if row.node_type == "compaction" else None
+    if isinstance(compacted, dict):
+        # The nodes it replaces stay in the tree (above it); the mark says which.
+        span = f"{short(sid, compacted.get('from'))}…{short(sid, compacted.get('through'))}"
+        head += (
+            f" [magenta]✂ compacted {compacted.get('nodes', '?')} nodes ({escape(span)})[/magenta]"
+        )
     if nid == active_id:
         return f"[bold green]▶ {head}[/bold green] {text} [bold green](active)[/bold green]"
     if on_path:

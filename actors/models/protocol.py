@@ -105,6 +105,11 @@ class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
 #: :class:`ModelResponse` — the very response ``complete`` would have returned.
 StreamItem = str | ModelResponse
 
+#: The ``error_type`` of a :class:`~eventlog.errors.ModelError` raised by ``stream`` after
+#: it yielded text: the stream was cut (or went bad) mid-way, so the call is asked again
+#: as a new attempt rather than retried silently behind text already shown.
+STREAM_INTERRUPTED = "StreamInterrupted"
+
 
 @runtime_checkable
 class StreamingModel(Model, Protocol):

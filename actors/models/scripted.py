@@ -5,19 +5,33 @@ whose ``role`` / ``phase`` / ``contains`` match the request answers it, with
 ``replies[turn]`` where *turn* is the number of assistant messages already in
 the request (the last reply repeats). A reply is plain text, a JSON value, tool
 calls (with optional text), or an error. See docs/runtime.md for the format.
+
+``stream`` yields the reply's text word by word (``delay_ms`` spread over the words),
+then the response ``complete`` returns; a reply's ``stream_cut_after: N`` cuts the first
+stream of that request after N pieces (``StreamInterrupted``), so the next attempt
+streams it whole.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pydantic
 
 from actors.errors import ScriptError
-from actors.models.protocol import ModelRequest, ModelResponse, request_hash
+from actors.models.protocol import (
+    STREAM_INTERRUPTED,
+    ModelRequest,
+    ModelResponse,
+    StreamItem,
+    request_hash,
+)
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
 from eventlog.errors import ModelError, UnsafeFile
 from eventlog.events import Usage
@@ -57,6 +71,8 @@ class ScriptedReply(pydantic.BaseModel):
     status: int | None = None
     stop_reason: str | None = None
     delay_ms: DelayMs | None = None
+    #: When streamed, the first attempt yields this many pieces of text, then fails.
+    stream_cut_after: int | None = pydantic.Field(default=None, ge=0)
 
     @pydantic.model_validator(mode="after")
     def _one_body(self) -> ScriptedReply:
@@ -76,6 +92,8 @@ class ScriptRule(pydantic.BaseModel):
 class Script(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     delay_ms: DelayMs = 0
+    #: The context window the model declares, in tokens (docs/context.md); None: none.
+    context_window: int | None = pydantic.Field(default=None, gt=0)
     rules: list[ScriptRule] = pydantic.Field(min_length=1)
 
 
@@ -151,7 +169,11 @@ def _read_script_file(path: Path) -> str:
 
 
 class ScriptedModel:
-    """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply."""
+    """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply.
+
+    ``context_window`` (or the script's ``"context_window"``) declares a window in tokens,
+    so a test can drive compaction with a small one.
+    """
 
     def __init__(
         self,
@@ -159,12 +181,23 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         delay_ms: int | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.script = script if isinstance(script, Script) else load_script(script)
         if delay_ms is not None and not 0 <= delay_ms <= MAX_DELAY_MS:
             raise ScriptError(f"delay_ms must be 0 to {MAX_DELAY_MS} ms, not {delay_ms}")
+        if context_window is not None and context_window <= 0:
+            raise ScriptError(
+                f"context_window must be a positive number of tokens, not {context_window}"
+            )
         self.name = name
         self._delay_ms = self.script.delay_ms if delay_ms is None else delay_ms
+        # Requests whose stream was already cut (``stream_cut_after``), by request hash.
+        self._cut: set[str] = set()
+        self._lock = threading.Lock()
+        self.context_window = (
+            self.script.context_window if context_window is None else context_window
+        )
 
     def _rule_for(self, request: ModelRequest) -> ScriptRule:
         last_user = ""
@@ -185,12 +218,62 @@ class ScriptedModel:
         )
 
     def complete(self, request: ModelRequest) -> ModelResponse:
-        rule = self._rule_for(request)
-        turn = sum(1 for m in request.messages if m.role == "assistant")
-        reply = rule.replies[min(turn, len(rule.replies) - 1)]
-        delay = reply.delay_ms if reply.delay_ms is not None else self._delay_ms
+        """Answer ``request`` with its scripted reply, after the reply's delay."""
+        reply = self._reply_for(request)
+        delay = self._delay_of(reply)
         if delay:
             time.sleep(delay / 1000)
+        return self._response(request, reply)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Yield the reply's text word by word, then the response ``complete`` returns.
+
+        The delay is spread over the pieces (a sleep before each). A reply with
+        ``stream_cut_after: N`` yields N pieces, then raises ``ModelError`` with
+        ``error_type="StreamInterrupted"`` — on the first stream of that request only
+        (this model remembers it), so the next attempt streams the reply whole.
+        """
+        reply = self._reply_for(request)
+        pieces = text_pieces(reply.text or "")
+        delay = self._delay_of(reply) / 1000
+        cut = reply.stream_cut_after if self._first_cut(request, reply) else None
+        for done, piece in enumerate(pieces):
+            if cut is not None and done >= cut:
+                break
+            if delay:
+                time.sleep(delay / len(pieces))
+            yield piece
+        if cut is not None:
+            raise ModelError(
+                f"scripted model: stream cut after {min(cut, len(pieces))} pieces of text",
+                retryable=True,
+                error_type=STREAM_INTERRUPTED,
+            )
+        if delay and not pieces:
+            time.sleep(delay)
+        yield self._response(request, reply)
+
+    def _first_cut(self, request: ModelRequest, reply: ScriptedReply) -> bool:
+        """Return whether this stream of ``request`` is the one its reply cuts."""
+        if reply.stream_cut_after is None:
+            return False
+        key = request_hash(request)
+        with self._lock:
+            if key in self._cut:
+                return False
+            self._cut.add(key)
+            return True
+
+    def _reply_for(self, request: ModelRequest) -> ScriptedReply:
+        rule = self._rule_for(request)
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        return rule.replies[min(turn, len(rule.replies) - 1)]
+
+    def _delay_of(self, reply: ScriptedReply) -> int:
+        return reply.delay_ms if reply.delay_ms is not None else self._delay_ms
+
+    def _response(self, request: ModelRequest, reply: ScriptedReply) -> ModelResponse:
+        """Return the response of ``reply``; raise its error if it is one."""
         if reply.error is not None:
             raise ModelError(reply.error, status=reply.status, retryable=False)
         content: list[ContentBlock] = []
@@ -212,3 +295,11 @@ class ScriptedModel:
         )
         usage = Usage(input_tokens=in_chars // 4 + 1, output_tokens=out_chars // 4 + 1)
         return ModelResponse(content=content, usage=usage, stop_reason=stop, model=self.name)
+
+
+_PIECE = re.compile(r"\s*\S+\s*|\s+")
+
+
+def text_pieces(text: str) -> list[str]:
+    """Return ``text`` cut into pieces of one word each (with its spaces): they join to it."""
+    return _PIECE.findall(text)

@@ -11,7 +11,7 @@ from actors.models.calls import CancelScope
 from actors.models.protocol import Model, TextDelta
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
-from actors.replay.inputs import RunSettings
+from actors.replay.inputs import ContextRecord, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
@@ -46,6 +46,9 @@ class SessionEnv:
     #: Who gets the text of streaming models as it arrives; None: nobody watches, and
     #: models are asked with ``complete`` (read at each call: a watcher may come late).
     on_delta: Callable[[TextDelta], None] | None = None
+    #: The run's recorded context record (windows, budget, instruction file); None for a
+    #: run recorded before clew managed context (docs/context.md). Set by the main run.
+    context: ContextRecord | None = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from actors.errors import CallCancelled, CallTimedOut, OutputInvalid, RunCancelled
 from actors.models.calls import call_off_thread
+from actors.models.overflow import is_context_overflow
 from actors.models.protocol import (
+    STREAM_INTERRUPTED,
     Model,
     ModelRequest,
     ModelResponse,
@@ -48,6 +50,27 @@ from eventlog.events import (
 )
 
 
+class ContextHooks(Protocol):
+    """What keeps a conversation within its context (``compaction.ContextGuard``).
+
+    A run recorded before clew managed context has none: its nodes carry no token count
+    and nothing is compacted, so it replays as it was recorded.
+    """
+
+    def node_tokens(self, content: list[ContentBlock], reported: int) -> int:
+        """Return a new node's ``token_count``: ``reported`` when > 0, else an estimate."""
+        ...
+
+    def before_call(self, conv: Conversation, agent: AgentSpec) -> AgentSpec:
+        """Compact ``conv`` if its next request would exceed the budget; return the agent
+        as it calls (with ``read_artifact`` once its context holds an artifact)."""
+        ...
+
+    def on_overflow(self, conv: Conversation, agent: AgentSpec) -> list[Message]:
+        """Compact ``conv`` after a context-length error; return its new messages."""
+        ...
+
+
 class Conversation:
     """One agent's branch inside a run: appends nodes and keeps the model messages."""
 
@@ -58,11 +81,13 @@ class Conversation:
         parent_id: str | None,
         history: list[Message] | None = None,
         activate: bool,
+        context: ContextHooks | None = None,
     ) -> None:
         self.rec = rec
         self.tip = parent_id
         self.messages: list[Message] = list(history or [])
         self.activate = activate
+        self.context = context
 
     def append(
         self,
@@ -70,8 +95,13 @@ class Conversation:
         content: list[ContentBlock],
         node_type: NodeType = "message",
         metadata: dict[str, Any] | None = None,
+        reported: int = 0,
     ) -> str:
-        """Append a node after the tip; return its id."""
+        """Append a node after the tip; return its id.
+
+        ``reported``: the provider's token count of ``content`` (a reply's output tokens).
+        """
+        tokens = self.context.node_tokens(content, reported) if self.context else None
         node = Node(
             node_id=self.rec.next_id("n"),
             parent_id=self.tip,
@@ -81,6 +111,7 @@ class Conversation:
             node_type=node_type,
             content=content,
             metadata=metadata or {},
+            token_count=tokens,
         )
         stored = self.rec.emit(NodeAppended(node=node, activate=self.activate))
         assert isinstance(stored.event, NodeAppended)
@@ -89,9 +120,6 @@ class Conversation:
         self.messages.append(Message(role=msg_role, content=list(stored.event.node.content)))
         return node.node_id
 
-
-#: The ``error_type`` of a stream cut after it started: the same model is asked once more.
-STREAM_INTERRUPTED = "StreamInterrupted"
 
 #: A built-in tool handled by the Brain itself (``dispatch``): it records its own events.
 Builtin = Callable[[ToolCallBlock], ToolResultBlock]
@@ -146,8 +174,12 @@ def call_model(
     tools: ToolRegistry | None = None,
     task_id: str | None = None,
     settings: ModelSettings | None = None,
+    on_too_long: Callable[[], list[Message]] | None = None,
 ) -> tuple[list[ContentBlock], str, Usage]:
     """Call the model chain for ``role``; every candidate is recorded; return the reply.
+
+    ``on_too_long``: after a context-length error of the chain, it compacts and returns
+    the new messages; the call is made once more, as a new call (docs/context.md).
 
     Raises:
         ModelError: every candidate failed (each one recorded as ``model_failed``).
@@ -156,7 +188,6 @@ def call_model(
     index = rec.call_index
     chain = env.chain(role)
     specs = tools.specs() if tools is not None else []
-    sampling = _sampling(settings)
     last: ModelError | None = None
     attempt = 0
     rec.checkpoint()
@@ -168,7 +199,7 @@ def call_model(
             tools=specs,
             role=role,
             phase=phase,
-            **sampling,
+            **_sampling(settings),
         )
         for retry in (False, True):
             attempt += 1
@@ -188,7 +219,10 @@ def call_model(
             rec.emit(_usage(responded, role=role, phase=phase, task_id=task_id))
             return responded.content, responded.stop_reason, responded.usage
     assert last is not None
-    raise last
+    if on_too_long is None or not is_context_overflow(last):
+        raise last
+    return call_model(env, rec, role=role, phase=phase, messages=on_too_long(), system=system,
+                      tools=tools, task_id=task_id, settings=settings)  # fmt: skip
 
 
 def _usage(responded: ModelResponded, *, role: str, phase: str, task_id: str | None) -> TokenUsage:
@@ -327,7 +361,10 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
     usage = Usage()
     content: list[ContentBlock] = []
     retried = False
+    hooks = conv.context
     for turn in range(1, agent.max_turns + 1):
+        if hooks is not None:
+            agent = hooks.before_call(conv, agent)
         content, stop_reason, u = call_model(
             env,
             conv.rec,
@@ -338,15 +375,18 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
             tools=agent.tools if len(agent.tools) else None,
             task_id=agent.task_id,
             settings=agent.settings,
+            on_too_long=_overflow(hooks, conv, agent),
         )
         usage = add_usage(usage, u)
         calls = [b for b in content if isinstance(b, ToolCallBlock)]
         error = None
         if not calls and agent.output is not None:
             error = agent.output.check(content, conv.rec)
-            conv.append("assistant", content, metadata=verdict_metadata(error))
+            conv.append(
+                "assistant", content, metadata=verdict_metadata(error), reported=u.output_tokens
+            )
         else:
-            conv.append("assistant", content)
+            conv.append("assistant", content, reported=u.output_tokens)
         if not calls and error is not None:
             if retried or turn == agent.max_turns:
                 raise OutputInvalid(f"role {agent.role!r}: {error}")
@@ -390,6 +430,15 @@ def _not_run(call: ToolCallBlock, reason: str) -> ToolResultBlock:
         is_error=True,
         content=[TextBlock(text=f"not run: the run was cancelled ({reason})")],
     )
+
+
+def _overflow(
+    hooks: ContextHooks | None, conv: Conversation, agent: AgentSpec
+) -> Callable[[], list[Message]] | None:
+    """Return the context-length error hook of a call (None: the run has no context hooks)."""
+    if hooks is None:
+        return None
+    return lambda: hooks.on_overflow(conv, agent)
 
 
 def _run_call(

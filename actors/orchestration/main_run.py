@@ -13,8 +13,10 @@ import msgspec
 
 from actors.errors import PlanError, RunCancelled
 from actors.models.tools import ToolRegistry
+from actors.orchestration.compaction import guard_for
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.instructions import support_section
 from actors.orchestration.loop import (
     AgentSpec,
     Builtin,
@@ -94,6 +96,7 @@ class MainRun:
         parent_node_id: str | None,
     ) -> None:
         self.env = env
+        env.context = inputs.context  # its workers' too: they share the run's env
         self.tasks = tasks
         self.rec = rec
         self.agent_id = agent_id
@@ -190,7 +193,11 @@ class MainRun:
             else []
         )
         self.conv = conv = Conversation(
-            rec, parent_id=self.parent_node_id, history=history, activate=True
+            rec,
+            parent_id=self.parent_node_id,
+            history=history,
+            activate=True,
+            context=guard_for(env),
         )
         conv.append("user", [TextBlock(text=self.inputs.prompt)])
         return conv
@@ -276,7 +283,9 @@ class MainRun:
             AgentSpec(
                 role=plan.primary_role,
                 phase=phase,
-                system=primary_system(team, role, self.dispatch_limit),
+                system=primary_system(
+                    team, role, self.dispatch_limit, support_section(self.env.context)
+                ),
                 tools=tools,
                 task_id="primary",
                 max_turns=self.env.settings.max_turns,

@@ -9,7 +9,7 @@ here reproduces in a replay.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 import pykka
@@ -17,6 +17,7 @@ import pykka
 from actors.errors import Divergence, EndOfRecording, RunInterrupted
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import ResultInbox
+from actors.orchestration.instructions import handoff_refs
 from actors.orchestration.plan import Plan
 from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
 from actors.orchestration.worker import StartWorker, Worker, failed_result
@@ -54,8 +55,15 @@ class WorkerPool:
 
     # --- one worker ----------------------------------------------------------------------
 
-    def handoff(self, task_id: str, role: str, goal: str, purpose: str = "worker") -> HandoffPacket:
-        """Return the handoff packet of task ``task_id``.
+    def handoff(
+        self,
+        task_id: str,
+        role: str,
+        goal: str,
+        purpose: str = "worker",
+        prior: Sequence[WorkerResult] = (),
+    ) -> HandoffPacket:
+        """Return the handoff packet of task ``task_id`` (``prior``: the results it is given).
 
         The reply shape is the role's typed output, if it has one; a review always
         replies in the review shape (its verdict drives the fix loop).
@@ -71,6 +79,7 @@ class WorkerPool:
                 agent_role=role,
                 goal=goal,
                 progress=TaskProgress(status="pending"),
+                context_refs=handoff_refs(self.env.context, prior),
             ),
             constraints=list(ISOLATION_CONSTRAINTS),
             expected_result=expected,
@@ -81,7 +90,7 @@ class WorkerPool:
     ) -> None:
         """Record the handoff of ``task_id`` and start its worker (none once cancelled)."""
         self.rec.checkpoint()
-        handoff = self.handoff(task_id, role, goal, purpose)
+        handoff = self.handoff(task_id, role, goal, purpose, prior)
         self.rec.emit(HandoffSent(packet=handoff))
         ref = Worker.start(
             self.env,

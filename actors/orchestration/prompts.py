@@ -52,7 +52,11 @@ ROUTER_SYSTEM = (
 
 
 def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult]) -> str:
-    """Compose a worker's prompt: the request, the results it may use, its handoff."""
+    """Compose a worker's prompt: the request, the results it may use, its handoff.
+
+    The project support section (the instruction file), when there is one, goes first
+    (``instructions.with_support``).
+    """
     parts = ["# Original request", request, ""]
     if prior:
         parts.append("# Results you may use")
@@ -102,9 +106,12 @@ def role_system(base: str, roster: Roster, role: ResolvedRole, extra: str = "") 
     return "\n\n".join(parts)
 
 
-def primary_system(roster: Roster, role: ResolvedRole, dispatch_limit: int) -> str:
-    """Return the primary's system prompt (with the dispatch tool, when it has it)."""
-    extra = []
+def primary_system(
+    roster: Roster, role: ResolvedRole, dispatch_limit: int, support: str = ""
+) -> str:
+    """Return the primary's system prompt (with the dispatch tool, when it has it, and the
+    project support section, when the project has an instruction file)."""
+    extra = [support] if support else []
     if dispatch_limit:
         extra.append(
             f"You may call the `{DISPATCH}` tool (at most {dispatch_limit} times) to have a"

@@ -23,6 +23,8 @@ from eventlog.ids import is_dispatch_task_id
 #: The role of review workers when the team names no reviewer (the default team).
 DEFAULT_REVIEWER = "reviewer"
 ROUTER = "router"
+#: The role of compaction calls (docs/context.md); a team may set its own (``Team.summarizer``).
+SUMMARIZER = "summarizer"
 #: The primary's built-in tool in a team with a catalogue (``dispatch.py``).
 DISPATCH = "dispatch"
 
@@ -40,6 +42,8 @@ class ResolvedRole:
     extends: str | None = None
     #: False for an open role of the default team (named by the router, every tool).
     listed: bool = True
+    #: Its own context window in tokens (overrides its model's); None: its model's.
+    context_window: int | None = None
 
     def record(self) -> RoleRecord:
         """Return the role as the run's inputs record it."""
@@ -66,6 +70,9 @@ class Roster:
     primary: str | None = None
     reviewer: str | None = None
     router: ResolvedRole | None = None
+    summarizer: ResolvedRole | None = None
+    #: Context windows the team sets, by role (router and summarizer included).
+    context_windows: dict[str, int] = field(default_factory=dict)
 
     @property
     def catalogued(self) -> bool:
@@ -82,6 +89,10 @@ class Roster:
     def router_role(self) -> ResolvedRole:
         """Return the router's role (its instructions and settings; it has no tools)."""
         return self.router or ResolvedRole(name=ROUTER, tools=ToolRegistry(), listed=False)
+
+    def summarizer_role(self) -> ResolvedRole:
+        """Return the summariser's role (its instructions and settings; it has no tools)."""
+        return self.summarizer or ResolvedRole(name=SUMMARIZER, tools=ToolRegistry(), listed=False)
 
     def review_role(self) -> str:
         """Return the role of review workers."""
@@ -127,6 +138,7 @@ class Roster:
             primary=self.primary,
             reviewer=self.reviewer,
             router=self.router.record() if self.router is not None else None,
+            summarizer=self.summarizer.record() if self.summarizer is not None else None,
         )
         return None if record == TeamRecord() else record
 
@@ -164,6 +176,7 @@ def roster_from_record(record: TeamRecord | None, tools: ToolRegistry) -> Roster
         primary=record.primary,
         reviewer=record.reviewer,
         router=role(record.router) if record.router is not None else None,
+        summarizer=role(record.summarizer) if record.summarizer is not None else None,
     )
 
 

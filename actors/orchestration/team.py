@@ -24,14 +24,14 @@ from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool, ToolRegistry
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import find_cycle
-from actors.orchestration.roster import DISPATCH, ROUTER, ResolvedRole, Roster
+from actors.orchestration.roster import DISPATCH, ROUTER, SUMMARIZER, ResolvedRole, Roster
 
 #: A role's model: one model, a fallback chain, or spec strings (``openai:gpt-4.1-mini``),
 #: resolved when the run starts (a model of that name passed in ``model=``, else a provider).
 RoleModel = AnyModel | str | Sequence[AnyModel | str]
 ROLE_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 #: Names that are model-chain keys (``model={"default": …, "router": …}``), not roles.
-RESERVED_ROLE_NAMES = ("default", ROUTER)
+RESERVED_ROLE_NAMES = ("default", ROUTER, SUMMARIZER)
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Role:
     output: type[pydantic.BaseModel] | None = None
     #: The role this one inherits from.
     extends: str | None = None
+    #: Its context window in tokens, overriding its model's (docs/context.md).
+    context_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Team:
     reviewer: str | None = None
     #: The router's instructions, model and settings (its name is always ``router``).
     router: Role | None = None
+    #: The summariser's instructions, model and settings (its name is always
+    #: ``summarizer``): who compacts a conversation that outgrows its budget.
+    summarizer: Role | None = None
     #: Tools every role may call, on top of its own.
     tools: Sequence[Tool] = field(default=())
 
@@ -101,11 +106,11 @@ def resolve(
         roles[role.name] = _resolved(role, shared, union)
         if role.model is not None:
             chains[role.name] = _chain(role.model, lookup)
-    router = None
-    if team.router is not None:
-        router = _router(team.router)
-        if team.router.model is not None:
-            chains[ROUTER] = _chain(team.router.model, lookup)
+    router, summarizer = _special(team.router, ROUTER), _special(team.summarizer, SUMMARIZER)
+    specials = ((ROUTER, team.router), (SUMMARIZER, team.summarizer))
+    for key, special in specials:
+        if special is not None and special.model is not None:
+            chains[key] = _chain(special.model, lookup)
     if roles and union.get(DISPATCH) is not None:
         raise TeamError(f"team: the tool name {DISPATCH!r} is reserved for the built-in tool")
     for what, name in (("primary", team.primary), ("reviewer", team.reviewer)):
@@ -118,17 +123,39 @@ def resolve(
         primary=team.primary,
         reviewer=team.reviewer,
         router=router,
+        summarizer=summarizer,
+        context_windows=_windows([*((r.name, r) for r in flat), *specials]),
     )
     return roster, chains
 
 
-def _router(r: Role) -> ResolvedRole | None:
-    """Return the router's role; None when it changes nothing (its model aside)."""
+def _windows(roles: Sequence[tuple[str, Role | None]]) -> dict[str, int]:
+    """Return the context windows the roles set, by role name.
+
+    Raises:
+        TeamError: a window that is not a positive number of tokens.
+    """
+    out: dict[str, int] = {}
+    for name, role in roles:
+        window = role.context_window if role is not None else None
+        if window is None:
+            continue
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise TeamError(f"team: role {name!r} has context_window {window!r}; want tokens > 0")
+        out[name] = window
+    return out
+
+
+def _special(r: Role | None, name: str) -> ResolvedRole | None:
+    """Return the router's or summariser's role; None when it changes nothing (its model
+    and window aside: those are in the chains and the recorded windows)."""
+    if r is None:
+        return None
     settings = r.settings or ModelSettings()
     if not r.instructions and settings == ModelSettings():
         return None
     return ResolvedRole(
-        name=ROUTER, tools=ToolRegistry(), instructions=r.instructions, settings=settings
+        name=name, tools=ToolRegistry(), instructions=r.instructions, settings=settings
     )
 
 
@@ -174,6 +201,7 @@ def _inherit(role: Role, base: Role) -> Role:
         model=role.model if role.model is not None else base.model,
         settings=settings,
         output=role.output if role.output is not None else base.output,
+        context_window=role.context_window or base.context_window,
     )
 
 
@@ -191,6 +219,7 @@ def _resolved(role: Role, shared: Sequence[Tool], union: ToolRegistry) -> Resolv
         settings=role.settings or ModelSettings(),
         output=OutputSpec.of(role.output) if role.output is not None else None,
         extends=role.extends,
+        context_window=role.context_window,
     )
 
 

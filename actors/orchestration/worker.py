@@ -18,8 +18,10 @@ import pykka
 from actors.errors import RunCancelled
 from actors.models.calls import CancelScope
 from actors.models.storable import safe_text
+from actors.orchestration.compaction import guard_for
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import Delivery, ResultInbox
+from actors.orchestration.instructions import with_support
 from actors.orchestration.loop import AgentSpec, Conversation, agent_loop
 from actors.orchestration.plan import normalise_worker_reply, typed_worker_result
 from actors.orchestration.prompts import WORKER_SYSTEM, role_system, worker_prompt
@@ -271,10 +273,12 @@ class Worker(pykka.ThreadingActor):
     def _conversation(self, rec: RunRecorder) -> Conversation:
         """Return the worker's own branch (a new root), opened with its task prompt."""
         task = self._handoff.task
-        conv = Conversation(rec, parent_id=None, activate=False)
+        env = self._env
+        conv = Conversation(rec, parent_id=None, activate=False, context=guard_for(env))
+        prompt = worker_prompt(self._request, self._handoff, self._prior)
         conv.append(
             "user",
-            [TextBlock(text=worker_prompt(self._request, self._handoff, self._prior))],
+            [TextBlock(text=with_support(env.context, prompt))],
             node_type="task_instruction",
             metadata={"task_id": task.id},
         )

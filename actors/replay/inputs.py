@@ -41,6 +41,11 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "settings.model_timeout_s": 3,
     "settings.worker_timeout_s": 3,
     "settings.run_timeout_s": 3,
+    "context": 3,
+    "settings.context_budget": 3,
+    "settings.instructions_file": 3,
+    "settings.instructions_max_bytes": 3,
+    "team.summarizer": 3,
 }
 
 
@@ -70,6 +75,14 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: Seconds a main run may take before it is cancelled (``run_ended`` status
     #: ``cancelled``, source ``timeout``). None: no limit. Since v3.
     run_timeout_s: float | None = None
+    #: The soft input budget: the share of a model's context window a request may fill
+    #: before the conversation is compacted (docs/context.md). Since v3.
+    context_budget: float = 0.8
+    #: The project's instruction file, relative to the project directory, included in
+    #: the worker and primary prompts; None: none. Since v3.
+    instructions_file: str | None = "AGENTS.md"
+    #: The most of the instruction file a prompt includes, in bytes. Since v3.
+    instructions_max_bytes: int = 16 * 1024
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,6 +123,43 @@ class TeamRecord(msgspec.Struct, frozen=True, kw_only=True):
     primary: str | None = None
     reviewer: str | None = None
     router: RoleRecord | None = None
+    #: The summariser's role, when the team sets one (since version 3).
+    summarizer: RoleRecord | None = None
+
+
+class InstructionsRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The project instruction file as a run included it (its text, clipped to the budget)."""
+
+    path: str
+    text: str
+    size_bytes: int
+    sha256: str
+    truncated: bool = False
+
+
+class ContextRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """How a run manages its context (since version 3); see docs/context.md.
+
+    A run recorded before it (``RunInputs.context`` None) keeps the behaviour it was
+    recorded with: no token counts, no compaction, no instruction file.
+    """
+
+    #: The soft input budget, a share of the window (``RunSettings.context_budget``).
+    budget: float = 0.8
+    #: Context windows in tokens by model-chain key (a role, ``default``, ``router``,
+    #: ``summarizer``): the chain's first model's, or the role's own override.
+    windows: dict[str, int] = msgspec.field(default_factory=dict)
+    #: The project instruction file included in the prompts; None: there was none.
+    instructions: InstructionsRecord | None = None
+
+    def window(self, role: str) -> int | None:
+        """Return the context window of ``role``'s calls (its own, else the default's)."""
+        return self.windows.get(role, self.windows.get("default"))
+
+    def budget_for(self, role: str) -> int | None:
+        """Return the input budget of ``role``'s calls in tokens; None: no window known."""
+        window = self.window(role)
+        return None if window is None else int(window * self.budget)
 
 
 class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -128,6 +178,8 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     settings: RunSettings = msgspec.field(default_factory=RunSettings)
     #: The team (since version 2); None: the default team.
     team: TeamRecord | None = None
+    #: Budgets, windows and the instruction file (since version 3); None: recorded before.
+    context: ContextRecord | None = None
     inputs_version: int = INPUTS_VERSION
 
     @classmethod

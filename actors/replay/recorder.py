@@ -31,11 +31,12 @@ from actors.errors import Divergence, EndOfRecording, RunCancelled
 from actors.models.calls import CancelScope
 from actors.models.tools import InDoubtPolicy
 from actors.replay.diff import FieldDiff, diff_values
-from eventlog.artifact_plan import plan_artifacts
+from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock, TextBlock
 from eventlog.clock import Clock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
+    ArtifactCreated,
     CancelPhase,
     Event,
     InDoubtResolved,
@@ -212,10 +213,9 @@ class RunRecorder:
 
     def _match(self, event: Event) -> StoredEvent:
         expected_events: list[Event] = [event]
-        if isinstance(event, NodeAppended):
-            # The writer turns oversize JSON into artifact refs; compare with that form.
-            planned, artifacts = plan_artifacts(self.session_id, event, self._artifact_threshold)
-            expected_events = [*(a for a, _ in artifacts), planned]
+        if isinstance(event, NodeAppended | ToolCallFinished):
+            # The writer turns oversize blocks into artifact refs; compare with that form.
+            expected_events = self._stored_form(event)
         last: StoredEvent | None = None
         if not isinstance(event, RunCancelling):
             # The recorded run stopped here (a cancel noticed between two of our steps,
@@ -244,6 +244,25 @@ class RunRecorder:
             last = rec
         assert last is not None
         return last
+
+    def _stored_form(self, event: Event) -> list[Event]:
+        """Return the form the recording holds ``event`` in (today's, or an older clew's)."""
+        forms = stored_forms(self.session_id, event, self._artifact_threshold)
+        end = self._cursor + max(len(f) for f in forms)
+        ahead = [e.event for e in self._recorded[self._cursor : end]]
+        for form in forms:
+            if ahead[: len(form)] == form:
+                return form
+        return forms[0]
+
+    def _skip_artifacts_of(self, tool_call_id: str) -> None:
+        """Step over the recorded ``artifact_created`` of a tool's result (they precede it)."""
+        while self.replaying:
+            ev = self._recorded[self._cursor].event
+            if not (isinstance(ev, ArtifactCreated) and ev.tool_call_id == tool_call_id):
+                return
+            self._cursor += 1
+            self.compared += 1
 
     # --- model calls ---------------------------------------------------------------------
 
@@ -323,6 +342,7 @@ class RunRecorder:
         """
         start_recorded = self.replaying
         self.emit(started)
+        self._skip_artifacts_of(started.tool_call_id)
         if self.replaying:
             rec = self.peek()
             assert rec is not None
@@ -363,9 +383,10 @@ class RunRecorder:
         if self._before_tool is not None:
             self._before_tool()
         self.tool_attempt = attempt
-        outcome = run()
-        self.emit(outcome)
-        return outcome
+        stored = self.emit(run()).event
+        # The stored form: a large result is an artifact ref from here on (docs/context.md).
+        assert isinstance(stored, ToolCallFinished | ToolFailed)
+        return stored
 
     def _resolve_in_doubt(
         self,
@@ -408,6 +429,7 @@ class RunRecorder:
         return outcome
 
     def _recorded_outcome(self, started: ToolCallStarted) -> ToolCallFinished | ToolFailed:
+        self._skip_artifacts_of(started.tool_call_id)
         rec = self.peek()
         if rec is not None and isinstance(rec.event, ToolCallFinished | ToolFailed):
             self._cursor += 1

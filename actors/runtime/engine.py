@@ -19,6 +19,7 @@ from actors.errors import ProjectDirGone, SessionBusy
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
 from actors.observe.logs import RunLogs
+from actors.observe.tracing import Tracing, trace_commits, tracer_for
 from actors.orchestration.env import SessionEnv
 from actors.replay.inputs import RunSettings
 from actors.runtime.faults import FaultPlan
@@ -82,7 +83,10 @@ class Engine:
         fault: FaultPlan | None,
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
+        tracing: Tracing = None,
     ) -> None:
+        # First: refusing tracing (no OpenTelemetry) must leave nothing open behind it.
+        tracer = None if read_only else tracer_for(tracing)
         self.home = home
         #: Where a role's model spec (``openai:…``) finds its keys; read at the edge, once.
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
@@ -108,6 +112,9 @@ class Engine:
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
         # The run digest's log lines, from commits; nothing subscribed when info is off.
         self._run_logs = None if read_only else RunLogs.attach(self.writer)
+        # Spans of every run committed; with tracing off nothing is subscribed.
+        self._untrace = trace_commits(self.writer, tracer) if tracer is not None else None
+        self.tracing = tracer is not None
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
         #: The main runs this engine has in progress (their ``RunHandle``).
@@ -128,6 +135,9 @@ class Engine:
         self.writer.stop()
         if self._run_logs is not None:
             self._run_logs.close()
+        if self._untrace is not None:  # after the last commit: ends what is still open
+            self._untrace()
+            self._untrace = None
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()

@@ -16,6 +16,7 @@ from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings, tool_records
+from actors.runtime.context_inputs import context_record
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.teams import team_for_run
 from eventlog.errors import ClewError
@@ -90,6 +91,7 @@ def prepare_run(
     expanded = expand_references(prompt, project, engine.store.read_events)
     # The team is resolved (and refused) before anything is written.
     roster, models = team_for_run(team, tools, model, engine.environ)
+    context = context_record(settings, models, roster, project)
     engine.lock(sid)
     try:
         row = engine.store.read_session(sid)
@@ -108,6 +110,7 @@ def prepare_run(
             tools=tool_records(roster.tools),
             settings=settings,
             team=roster.record(),
+            context=context,
         ).in_oldest_version()
         request = RunRequest(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs

@@ -18,6 +18,7 @@ from actors.errors import Unencodable, UsageError
 from actors.models.chains import ModelArg
 from actors.models.storable import check_storable
 from actors.models.tools import Tool
+from actors.observe.tracing import Tracing
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
@@ -82,6 +83,7 @@ class Runtime:
         fault: FaultPlan | None = None,
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
+        tracing: Tracing = None,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -95,12 +97,15 @@ class Runtime:
                 mount): no writer is started, nothing is created or migrated, and every
                 write — a session, a run, a resume, a switch, a lock — raises
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
+            tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
+                app has set a tracer provider; True, False, or a ``TracerProvider``.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
                 or its schema cannot be read without migrating it).
+            UsageError: ``tracing`` is asked for without OpenTelemetry installed.
         """
-        self._engine = Engine(
+        self._engine = engine = Engine(
             Path(home).expanduser(),
             Path(project_dir) if project_dir is not None else Path.cwd(),
             durability=durability,
@@ -110,8 +115,8 @@ class Runtime:
             fault=fault,
             environ=environ,
             read_only=read_only,
+            tracing=tracing,
         )
-        engine = self._engine
         #: The clew home directory.
         self.home: Path = engine.home
         #: Where the Task WALs live (``<project>/.clew/tasks``).
@@ -126,6 +131,11 @@ class Runtime:
         self.ids: IdSource = engine.ids
         #: The default settings of a run.
         self.settings: RunSettings = engine.settings
+
+    @property
+    def tracing(self) -> bool:
+        """True when every run's spans go to OpenTelemetry (``Runtime(tracing=…)``)."""
+        return self._engine.tracing
 
     @classmethod
     def from_env(

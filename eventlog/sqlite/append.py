@@ -48,6 +48,9 @@ FaultHook = Callable[[str], None]
 
 _encode = msgspec.json.Encoder().encode
 _TOOL_CALL_EVENTS = (ToolCallStarted, ToolCallFinished, ToolFailed, InDoubtResolved)
+#: Events whose ``tool_call_id`` column is filled: the tool call events, and an artifact
+#: holding a tool's result.
+_TOOL_ID_EVENTS = (*_TOOL_CALL_EVENTS, ArtifactCreated)
 _NODE_EVENTS = (NodeAppended, ActiveNodeSwitched, ArtifactCreated)
 #: Per event class: (event_type, level, may carry node_id, may carry tool_call_id). Looked
 #: up once per event instead of re-deriving the tag and running isinstance chains.
@@ -62,7 +65,7 @@ def _type_info(event: Event) -> tuple[str, str, bool, bool]:
             event_type_of(event),
             level_of(event),
             cls in _NODE_EVENTS,
-            issubclass(cls, _TOOL_CALL_EVENTS),
+            issubclass(cls, _TOOL_ID_EVENTS),
         )
         _TYPE_INFO[cls] = info
     return info
@@ -79,7 +82,7 @@ def _node_id(event: Event) -> str | None:
 
 
 def _tool_call_id(event: Event) -> str | None:
-    if isinstance(event, _TOOL_CALL_EVENTS):
+    if isinstance(event, _TOOL_ID_EVENTS):
         return event.tool_call_id
     return None
 
@@ -119,8 +122,9 @@ class BatchAppend:
         every slot holds the error.
 
         Returns:
-            per request, the stored events it produced (an oversize JSON block adds an
-            ``artifact_created`` before its ``node_appended``) or the error.
+            per request, the stored events it produced (an oversize block adds an
+            ``artifact_created`` before its ``node_appended`` or ``tool_call_finished``)
+            or the error.
         """
         results: Results = [None] * len(requests)
         live: list[int] = []
@@ -276,8 +280,8 @@ class BatchAppend:
             self._counters.session_created(sid)
         elif sid not in self._counters.known_sessions:
             self._counters.ensure_session(conn, sid)
-        if isinstance(event, NodeAppended):
-            event, artifact_events = self._externalise_json(sid, event)
+        if isinstance(event, NodeAppended | ToolCallFinished):
+            event, artifact_events = self._externalise(sid, event)
             for art in artifact_events:
                 out.append(self._insert_event(conn, sid, req, art, pending))
                 materialise(conn, self._counters, sid, req, art)
@@ -342,13 +346,13 @@ class BatchAppend:
             rows.append(row)
         return stored
 
-    def _externalise_json(self, sid: str, event: NodeAppended) -> tuple[NodeAppended, list[Event]]:
-        """Turn oversize JSON blocks into artifact files + refs (files fsynced first).
+    def _externalise(self, sid: str, event: Event) -> tuple[Event, list[Event]]:
+        """Turn oversize blocks into artifact files + refs (files fsynced first).
 
         The decision is :func:`eventlog.artifact_plan.plan_artifacts`, shared with the
         replay, which must predict exactly what the writer stores.
         """
         planned, artifacts = plan_artifacts(sid, event, self.artifact_threshold)
-        for _, data in artifacts:
-            self.artifacts.write(sid, data)
+        for created, data in artifacts:
+            self.artifacts.write(sid, data, ext=created.path.rsplit(".", 1)[-1])
         return planned, [created for created, _ in artifacts]

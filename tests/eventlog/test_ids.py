@@ -17,9 +17,16 @@ from eventlog.ids import (
     MAX_SESSION_ID_LEN,
     SESSION_ID_RE,
     DerivedIds,
+    agent_run_id,
+    event_id,
+    handoff_id,
+    main_run_id,
+    main_run_of,
     seed_for,
+    session_of,
     stable_hash,
     validate_session_id,
+    worker_agent_id,
 )
 
 BAD_SESSION_IDS: list[object] = [
@@ -130,3 +137,34 @@ def test_stable_hash_and_seed_are_deterministic() -> None:
     assert 16 == len(stable_hash(b"abc"))
     assert seed_for("s:a1:r1") == seed_for("s:a1:r1")
     assert seed_for("s:a1:r1") != seed_for("s:a1:r2")
+
+
+@given(
+    sid=st.from_regex(r"[a-zA-Z0-9_]{1,40}", fullmatch=True),
+    n=st.integers(1, 99),
+    task=st.from_regex(r"[a-z0-9-]{1,12}", fullmatch=True),
+)
+def test_session_of_reads_the_session_back_from_every_id_built_in_it(
+    sid: str, n: int, task: str
+) -> None:
+    run = main_run_id(sid, n)
+    worker_run = agent_run_id(worker_agent_id(run, task), 1)
+    ids = [
+        sid,
+        run,
+        worker_run,
+        handoff_id(run, task),
+        event_id(sid, worker_run, 3, 9),
+        event_id(sid, None, None, 9),
+    ]
+
+    assert [sid] * len(ids) == [session_of(i) for i in ids]
+
+
+def test_main_run_of_names_the_main_run_of_a_worker_and_nothing_else() -> None:
+    run = main_run_id("sess_1", 2)
+
+    assert run == main_run_of(worker_agent_id(run, "w1"))
+    assert [None, None, None] == [
+        main_run_of(x) for x in ("sess_1:brain", run, worker_agent_id("sess_1:a1:r1", "w1"))
+    ]

@@ -8,7 +8,9 @@ the wire mapping itself. Faults: any status and headers, a ``hang`` before
 replying, a ``content_length`` larger than the body (the body is cut off), raw
 bytes that are not JSON, a slowloris ``drip`` (one byte every ``drip`` seconds, of
 the body or — with ``drip_headers`` — of the whole reply), or an ``endless`` body
-that streams until the client leaves.
+that streams until the client leaves. A streamed reply (``parts``, e.g. server-sent
+events) is written one part at a time; it may ``stall_after`` some parts until
+``release`` is set, or end after ``cut_after`` parts.
 
 For a whole multi-turn session, ``server.answer_with(responder)`` installs a
 function ``(path, request_json) -> Reply`` that answers every request no
@@ -46,8 +48,15 @@ class Reply:
     drip: float = 0.0
     drip_headers: bool = False
     endless: bool = False
+    content_type: str = JSON_TYPE
+    parts: tuple[bytes, ...] = ()
+    stall_after: int | None = None
+    release: threading.Event | None = None
+    cut_after: int | None = None
 
     def encoded(self) -> bytes:
+        if self.parts:
+            return b"".join(self.parts)
         if isinstance(self.body, bytes):
             return self.body
         return json.dumps(self.body).encode()
@@ -231,9 +240,15 @@ def _answer(handler: BaseHTTPRequestHandler, reply: Reply, stopping: threading.E
     """Send ``reply`` through ``handler``: at once, dripping, or without end."""
     payload = reply.encoded()
     handler.send_response(reply.status)
-    handler.send_header("Content-Type", JSON_TYPE)
+    handler.send_header("Content-Type", reply.content_type)
     for name, value in reply.headers.items():
         handler.send_header(name, value)
+    if reply.parts and not reply.drip:  # a stream ends when the connection closes (HTTP/1.0)
+        if reply.content_length is not None:
+            handler.send_header("Content-Length", str(reply.content_length))
+        handler.end_headers()
+        _stream_parts(handler.wfile, reply, stopping)
+        return
     if not reply.endless:  # an endless body ends when the connection closes
         handler.send_header("Content-Length", str(reply.content_length or len(payload)))
     if reply.drip_headers:
@@ -248,6 +263,21 @@ def _answer(handler: BaseHTTPRequestHandler, reply: Reply, stopping: threading.E
         _stream_forever(handler.wfile, payload, stopping)
     else:
         handler.wfile.write(payload)
+
+
+def _stream_parts(out: io.BufferedIOBase, reply: Reply, stopping: threading.Event) -> None:
+    """Send ``reply.parts`` one write each; stall or stop where the reply says."""
+    for sent, part in enumerate([*reply.parts, b""]):
+        if sent == reply.cut_after:
+            return
+        if sent == reply.stall_after:  # len(parts): the body is held open after its end
+            release = reply.release or stopping
+            while not (release.wait(0.01) or stopping.is_set()):
+                pass
+            if stopping.is_set():
+                return
+        out.write(part)
+        out.flush()
 
 
 def _drip(out: io.BufferedIOBase, data: bytes, every: float, stopping: threading.Event) -> None:

@@ -8,9 +8,10 @@ or error message, so nothing the runtime records can contain it.
 
 from actors.errors import ProviderConfigError
 from actors.models.providers.anthropic import AnthropicModel
-from actors.models.providers.http import HttpOptions, RetryPolicy, parse_retry_after
+from actors.models.providers.http import HttpOptions
 from actors.models.providers.mapping import end_reason_for
 from actors.models.providers.openai import OpenAIChatModel
+from actors.models.providers.retry import RetryPolicy, parse_retry_after
 from actors.models.providers.spec import ProviderModel, model_from_spec, parse_spec
 
 __all__ = [

@@ -13,17 +13,26 @@ other block types (thinking, server tools) are dropped; usage
 ``input_tokens`` / ``output_tokens`` / ``cache_read_input_tokens`` /
 ``cache_creation_input_tokens`` → :class:`Usage`; ``stop_reason`` passes
 through (``refusal`` → ``error``).
+
+Streaming (``stream``): the body asks for ``"stream": true``; ``message_start`` brings
+the model and the prompt's usage, ``content_block_start`` / ``_delta`` build each block
+(text in pieces, a tool call's ``input`` as fragments of JSON), ``message_delta`` the stop
+reason and the output usage; the blocks are mapped by the same ``response_from``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import msgspec
 
-from actors.models.protocol import ModelRequest, ModelResponse, ToolSpec
-from actors.models.providers.http import HttpModel, HttpOptions
+from actors.models.protocol import ModelRequest, ModelResponse, StreamItem, ToolSpec
+from actors.models.providers.http import HttpModel, HttpOptions, error_detail
 from actors.models.providers.mapping import block_text, optional_fields, tool_arguments
+from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
+from actors.models.windows import known_window
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 
@@ -49,6 +58,8 @@ class AnthropicModel(HttpModel):
         base_url: without ``/v1``; ``/v1/messages`` is appended.
         api_key: sent as ``x-api-key``; ``None`` only for a gateway that adds it.
         options: timeout, retry policy and seams.
+        context_window: the model's context window in tokens (default: known for
+            common models, see ``actors/models/windows.py``).
     """
 
     def __init__(
@@ -58,6 +69,7 @@ class AnthropicModel(HttpModel):
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         options: HttpOptions | None = None,
+        context_window: int | None = None,
     ) -> None:
         headers = {"anthropic-version": API_VERSION}
         if api_key:
@@ -70,12 +82,27 @@ class AnthropicModel(HttpModel):
             api_key=api_key,
             options=options,
         )
+        #: The window clew budgets against (docs/context.md): given, else the model's known one.
+        self.context_window = context_window or known_window(model)
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         return messages_payload(self.model, request)
 
     def _response(self, data: Any) -> ModelResponse:
         return response_from(self._convert(data, _Reply), self.model)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Stream the reply: its text pieces as they come, then what ``complete`` returns.
+
+        Nothing is sent until the first item is asked for.
+
+        Raises:
+            ModelError: as ``complete`` raises it before any text was yielded; after,
+                ``error_type="StreamInterrupted"`` (the stream was cut or went bad).
+        """
+        payload = self._payload(request)
+        payload["stream"] = True
+        return stream_reply(self._http, payload, partial(EventReader, self.model), self._response)
 
 
 # --- clew → wire ------------------------------------------------------------------------
@@ -187,3 +214,104 @@ def response_from(reply: _Reply, model: str) -> ModelResponse:
         stop_reason=STOP_REASONS.get(reply.stop_reason or "", "end_turn"),
         model=reply.model or model,
     )
+
+
+# --- streamed: message events → the same message ------------------------------------
+
+
+class _Delta(msgspec.Struct):
+    type: str = ""
+    text: str = ""
+    partial_json: str = ""
+    stop_reason: str | None = None
+
+
+class _Start(msgspec.Struct):
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str
+    index: int = 0
+    message: _Start | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+
+
+class EventReader:
+    """Gather a Messages API event stream into the message it streams."""
+
+    def __init__(self, model: str) -> None:
+        self.done = False
+        self._model = model
+        self._served: str | None = None
+        self._usage = _Usage()
+        self._stop: str | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._parts: dict[int, list[str]] = {}
+
+    def feed(self, event: SseEvent) -> str:
+        """Take one event; return the text it adds."""
+        if event.event == "error":
+            raise _StreamProblem(
+                "with an error event", error_detail(event.data.encode()), retryable=True
+            )
+        wire: _Event = decode_event(event, _Event)
+        match wire.type:
+            case "message_start" if wire.message is not None:
+                self._served = wire.message.model
+                self._add_usage(wire.message.usage)
+            case "content_block_start" if wire.content_block is not None:
+                self._blocks[wire.index] = block = wire.content_block
+                self._parts[wire.index] = [block.text]
+                return block.text if block.type == "text" else ""
+            case "content_block_delta" if wire.delta is not None:
+                return self._add_delta(wire.index, wire.delta)
+            case "message_delta":
+                self._stop = (wire.delta.stop_reason if wire.delta else None) or self._stop
+                self._add_usage(wire.usage)
+            case "message_stop":
+                self.done = True
+            case "error":
+                raise _StreamProblem(
+                    "with an error event", error_detail(event.data.encode()), retryable=True
+                )
+        return ""  # ping, content_block_stop, and types this adapter does not know yet
+
+    def _add_delta(self, index: int, delta: _Delta) -> str:
+        block = self._blocks.get(index)
+        if block is None:
+            raise _StreamProblem(f"with a delta for block {index}, which never started")
+        if delta.type == "text_delta" and block.type == "text":
+            self._parts[index].append(delta.text)
+            return delta.text
+        if delta.type == "input_json_delta" and block.type == "tool_use":
+            self._parts[index].append(delta.partial_json)
+        return ""  # thinking and signature deltas: their blocks are dropped
+
+    def _add_usage(self, usage: _Usage | None) -> None:
+        """Merge ``usage`` in: ``message_delta`` counts are cumulative, so the latest wins."""
+        if usage is None:
+            return
+        mine = msgspec.structs.asdict(self._usage)
+        mine.update((k, v) for k, v in msgspec.structs.asdict(usage).items() if v is not None)
+        self._usage = _Usage(**mine)
+
+    def response(self) -> ModelResponse:
+        """Return what ``complete`` returns for the same message unstreamed."""
+        if not self.done:
+            raise _StreamProblem("ended before message_stop", retryable=True)
+        content: list[_Block] = []
+        for index in sorted(self._blocks):
+            block, parts = self._blocks[index], self._parts[index]
+            if block.type == "text":
+                block = _Block(type="text", text="".join(parts))
+            elif block.type == "tool_use" and any(parts):
+                block = _Block(type="tool_use", id=block.id, name=block.name, input="".join(parts))
+            content.append(block)
+        reply = _Reply(
+            content=content, stop_reason=self._stop, usage=self._usage, model=self._served
+        )
+        return response_from(reply, self._model)

@@ -23,10 +23,9 @@ from every error message.
 
 from __future__ import annotations
 
-import email.utils
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
@@ -36,6 +35,12 @@ import msgspec
 from actors.errors import ProviderConfigError
 from actors.models.protocol import ModelRequest, ModelResponse
 from actors.models.providers.deadline import AttemptDeadline, deadline_client
+from actors.models.providers.retry import (
+    RetryPolicy,
+    Tries,
+    is_retryable_status,
+    parse_retry_after,
+)
 from eventlog.errors import ModelError
 
 EXCERPT_LIMIT = 200
@@ -49,64 +54,6 @@ Sleep = Callable[[float], None]
 Clock = Callable[[], float]
 
 
-@dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
-    """How hard to try: attempts, backoff shape and a total deadline, in seconds."""
-
-    max_attempts: int = 4
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-    deadline: float = 180.0
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ProviderConfigError(f"max_attempts must be at least 1, not {self.max_attempts}.")
-        if self.deadline <= 0 or self.base_delay < 0 or self.max_delay < 0:
-            raise ProviderConfigError(
-                "the retry deadline must be positive and delays non-negative."
-            )
-
-    def backoff(self, failures: int, rng: random.Random) -> float:
-        """Return the full-jitter wait after ``failures`` failed attempts (1-based)."""
-        cap = min(self.max_delay, self.base_delay * 2 ** (failures - 1))
-        return rng.uniform(0.0, cap)
-
-
-def is_retryable_status(status: int) -> bool:
-    """Return whether an HTTP status is worth another attempt (429 and 5xx)."""
-    return status == 429 or 500 <= status <= 599
-
-
-def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
-    """Return the wait the server asked for, in seconds, or ``None`` if it asked none.
-
-    Reads ``retry-after-ms`` (OpenAI) first, then ``retry-after`` as seconds or
-    as an HTTP date, measured from the wall-clock time ``now``. A negative wait
-    is clamped to 0; an unparseable header counts as absent.
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # an HTTP date is always GMT; be lenient with a missing zone
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
 def excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_LIMIT) -> str:
     """Return ``text`` with secrets masked, whitespace collapsed, cut to ``limit`` chars."""
     for secret in secrets:
@@ -118,7 +65,7 @@ def excerpt(text: str, secrets: Iterable[str] = (), limit: int = EXCERPT_LIMIT) 
     return text
 
 
-def _error_detail(body: bytes) -> str:
+def error_detail(body: bytes) -> str:
     """Return the provider's error message from a JSON error body, else the raw text."""
     text = body.decode("utf-8", errors="replace")
     try:
@@ -173,7 +120,7 @@ class HttpOptions:
     """
 
     timeout: float = 60.0
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = RetryPolicy()  # noqa: RUF009 (frozen: one shared default is safe)
     sleep: Sleep = time.sleep
     rng: random.Random | None = None
     clock: Clock = time.monotonic
@@ -254,36 +201,64 @@ class JsonHttpClient:
                 failure was of a transient kind (so a fallback may be worth it).
         """
         body = msgspec.json.encode(payload)
-        policy = self._policy
-        start = self._clock()
-        attempt = 0
-        error: ModelError | None = None
+        tries = self.tries()
         while True:
-            attempt += 1
-            remaining = policy.deadline - (self._clock() - start)
-            if remaining <= 0 and error is not None:  # the last wait overslept the deadline
-                tail = "; not retried: the retry deadline passed"
-                raise self._final(error, attempt - 1, tail) from None
+            timeout = self.next_attempt(tries)
             try:
-                return self._attempt(body, min(self._timeout, remaining))
+                response, at = self.open(body, timeout)
+                return self.read_json(response, at, timeout)
             except _Attempt as failed:
-                error = failed.error
-                if not error.retryable:
-                    raise error from None
-                if attempt >= policy.max_attempts:
-                    raise self._final(error, attempt) from None
-                if failed.retry_after is not None:
-                    wait = failed.retry_after
-                    why = f"Retry-After {wait:g} s would pass the deadline"
-                else:
-                    wait = policy.backoff(attempt, self._rng)
-                    why = "the retry deadline passed"
-                # A wait that ends at or past the deadline leaves no time for the next attempt.
-                if wait >= policy.deadline - (self._clock() - start):
-                    raise self._final(error, attempt, f"; not retried: {why}") from None
-                self._sleep(wait)
+                self.after_failure(tries, failed)
 
-    def _attempt(self, body: bytes, timeout: float) -> dict[str, Any]:
+    def tries(self) -> Tries:
+        """Return the state of a new call's retry loop, its deadline counted from now."""
+        return Tries(start=self._clock())
+
+    def next_attempt(self, tries: Tries) -> float:
+        """Count one more attempt of ``tries`` and return its timeout (cut to the deadline).
+
+        Raises:
+            ModelError: the last wait overslept the retry deadline; no attempt is left.
+        """
+        tries.attempt += 1
+        remaining = self._policy.deadline - (self._clock() - tries.start)
+        if remaining <= 0 and tries.error is not None:
+            tail = "; not retried: the retry deadline passed"
+            raise self._final(tries.error, tries.attempt - 1, tail) from None
+        return min(self._timeout, remaining)
+
+    def after_failure(self, tries: Tries, failed: _Attempt) -> None:
+        """Wait before the next attempt, or raise the error if the policy gives up.
+
+        Raises:
+            ModelError: the failure is not retryable, no attempt is left, or the wait
+                would end past the retry deadline.
+        """
+        error = tries.error = failed.error
+        policy = self._policy
+        if not error.retryable:
+            raise error from None
+        if tries.attempt >= policy.max_attempts:
+            raise self._final(error, tries.attempt) from None
+        if failed.retry_after is not None:
+            wait = failed.retry_after
+            why = f"Retry-After {wait:g} s would pass the deadline"
+        else:
+            wait = policy.backoff(tries.attempt, self._rng)
+            why = "the retry deadline passed"
+        # A wait that ends at or past the deadline leaves no time for the next attempt.
+        if wait >= policy.deadline - (self._clock() - tries.start):
+            raise self._final(error, tries.attempt, f"; not retried: {why}") from None
+        self._sleep(wait)
+
+    def open(self, body: bytes, timeout: float) -> tuple[httpx.Response, float]:
+        """POST ``body``; return the 2xx response, its body unread, and when the attempt ends.
+
+        The caller reads the body (:meth:`body_chunks`) and closes the response.
+
+        Raises:
+            _Attempt: no response, or a non-2xx one (its error body read and closed).
+        """
         request = self._client.build_request(
             "POST", self._url, content=body, headers=self._headers, timeout=timeout
         )
@@ -298,76 +273,107 @@ class JsonHttpClient:
                     "cannot connect to" if isinstance(e, httpx.ConnectError) else "lost the link to"
                 )
                 raise _Attempt(
-                    self._fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
+                    self.fail(f"{verb} {self._where} ({type(e).__name__})", retry=True)
                 ) from None
-            status = response.status_code
-            try:
-                raw = self._read(response, at, timeout)
-            finally:
-                response.close()
-        if not 200 <= status <= 299:
-            detail = excerpt(_error_detail(raw), self._secrets)
-            retry = is_retryable_status(status)
-            wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
-            raise _Attempt(self._fail(f"HTTP {status}: {detail}", status, retry), wait)
+        status = response.status_code
+        if 200 <= status <= 299:
+            return response, at
+        raw = self._read(response, at, timeout)
+        detail = excerpt(error_detail(raw), self._secrets)
+        retry = is_retryable_status(status)
+        wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
+        raise _Attempt(self.fail(f"HTTP {status}: {detail}", status, retry), wait)
+
+    def read_json(self, response: httpx.Response, at: float, timeout: float) -> dict[str, Any]:
+        """Read the body of an :meth:`open` response and return it as a JSON object.
+
+        Raises:
+            _Attempt: reading failed, or the body is not a JSON object.
+        """
+        raw = self._read(response, at, timeout)
         try:
             data = msgspec.json.decode(raw)
         except msgspec.DecodeError:
             data = None
         if not isinstance(data, dict):
-            shown = excerpt(raw.decode("utf-8", errors="replace"), self._secrets)
+            shown = self.shown(raw.decode("utf-8", errors="replace"))
             raise _Attempt(
-                self._fail(
-                    f"HTTP {status} with a body that is not a JSON object: {shown!r}", status
+                self.fail(
+                    f"HTTP {response.status_code} with a body that is not a JSON object: {shown!r}",
+                    response.status_code,
                 )
             )
         return data
 
     def _read(self, response: httpx.Response, at: float, timeout: float) -> bytes:
-        """Read the body, at most ``max_response_bytes`` of it, before the clock reaches ``at``."""
-        status = response.status_code
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_bytes:
-            raise _Attempt(self._too_big(status, f"Content-Length {declared}"))
+        """Read the whole body and close ``response``."""
         chunks: list[bytes] = []
-        size = 0
         try:
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > self._max_bytes:
-                    raise _Attempt(self._too_big(status, f"{size:,} bytes read"))
-                # With a caller's client the reads are bounded one by one only.
-                if self._clock() >= at:
-                    raise _Attempt(self._timed_out(timeout, status, "reading the body"))
-        except httpx.TimeoutException:
-            raise _Attempt(self._timed_out(timeout, status, "reading the body")) from None
+            chunks.extend(self.body_chunks(response, at, timeout))
         except httpx.TransportError:
             got = b"".join(chunks)
-            shown = excerpt(got.decode("utf-8", errors="replace"), self._secrets)
+            shown = self.shown(got.decode("utf-8", errors="replace"))
             raise _Attempt(
-                self._fail(
+                self.fail(
                     f"HTTP {response.status_code} body cut off after {len(got)} bytes: {shown!r}",
                     response.status_code,
                     retry=True,
                 )
             ) from None
+        finally:
+            response.close()
         return b"".join(chunks)
+
+    def body_chunks(self, response: httpx.Response, at: float, timeout: float) -> Iterator[bytes]:
+        """Yield the body as it comes: at most ``max_response_bytes``, until the clock reads ``at``.
+
+        The deadline bounds each read only while it runs: the consumer may take its
+        time between chunks (its time still counts against the attempt).
+
+        Raises:
+            _Attempt: the attempt's time ran out, or the body passed the size cap.
+            httpx.TransportError: the connection broke (the caller says what was cut).
+        """
+        status = response.status_code
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise _Attempt(self._too_big(status, f"Content-Length {declared}"))
+        pieces = response.iter_bytes()
+        size = 0
+        while True:
+            try:
+                with self._deadline.until(at):
+                    chunk = next(pieces, None)
+            except httpx.TimeoutException:
+                raise _Attempt(self._timed_out(timeout, status, "reading the body")) from None
+            if chunk is None:
+                return
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise _Attempt(self._too_big(status, f"{size:,} bytes read"))
+            # With a caller's client the reads are bounded one by one only.
+            if self._clock() >= at:
+                raise _Attempt(self._timed_out(timeout, status, "reading the body"))
+            yield chunk
+
+    def shown(self, text: str) -> str:
+        """Return ``text`` as an error message may show it: secrets masked, cut short."""
+        return excerpt(text, self._secrets)
 
     def _timed_out(self, timeout: float, status: int | None = None, doing: str = "") -> ModelError:
         what = f"timed out after {timeout:.3g} s" + (f" {doing}" if doing else "")
-        return self._fail(what, status, retry=True)
+        return self.fail(what, status, retry=True)
 
     def _too_big(self, status: int, seen: str) -> ModelError:
         limit = self._max_bytes
         cap = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit:,} bytes"
         # Not retried: the same server would send the same body again.
-        return self._fail(
+        return self.fail(
             f"HTTP {status} body over the {cap} limit ({seen}; HttpOptions.max_response_bytes)",
             status,
         )
 
-    def _fail(self, what: str, status: int | None = None, retry: bool = False) -> ModelError:
+    def fail(self, what: str, status: int | None = None, retry: bool = False) -> ModelError:
         return ModelError(f"{self._label} call failed: {what}", status=status, retryable=retry)
 
     def _final(self, error: ModelError, attempts: int, tail: str = "") -> ModelError:

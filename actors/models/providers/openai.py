@@ -11,22 +11,31 @@ Mapping (wire → clew): ``content`` → a text block, ``tool_calls`` → tool_c
 blocks (arguments parsed), usage → :class:`Usage` with disjoint buckets
 (``input_tokens`` excludes the cached prompt tokens, which are
 ``cache_read_tokens``), ``finish_reason`` → the normalised stop reason.
+
+Streaming (``stream``): the body asks for ``"stream": true`` and
+``stream_options.include_usage``; the chunks' ``delta`` s are gathered — text, tool-call
+names, ids and argument fragments by ``index``, the finish reason, the usage chunk — into
+the completion a non-streamed call returns, and mapped by the same ``response_from``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import msgspec
 
-from actors.models.protocol import ModelRequest, ModelResponse, ToolSpec
-from actors.models.providers.http import HttpModel, HttpOptions
+from actors.models.protocol import ModelRequest, ModelResponse, StreamItem, ToolSpec
+from actors.models.providers.http import HttpModel, HttpOptions, error_detail
 from actors.models.providers.mapping import (
     joined_text,
     json_text,
     optional_fields,
     tool_arguments,
 )
+from actors.models.providers.sse import SseEvent, _StreamProblem, decode_event, stream_reply
+from actors.models.windows import known_window
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import Usage
 from eventlog.ids import stable_hash
@@ -51,6 +60,8 @@ class OpenAIChatModel(HttpModel):
         base_url: up to and including ``/v1``; ``/chat/completions`` is appended.
         api_key: sent as ``Authorization: Bearer``; ``None`` for local servers.
         options: timeout, retry policy and seams.
+        context_window: the model's context window in tokens (default: known for
+            common models, see ``actors/models/windows.py``).
         max_tokens_param: the body field carrying ``max_tokens``; OpenAI's
             reasoning models want ``max_completion_tokens``.
     """
@@ -62,6 +73,7 @@ class OpenAIChatModel(HttpModel):
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         options: HttpOptions | None = None,
+        context_window: int | None = None,
         max_tokens_param: str = "max_tokens",
     ) -> None:
         self._max_tokens_param = max_tokens_param
@@ -73,6 +85,8 @@ class OpenAIChatModel(HttpModel):
             api_key=api_key,
             options=options,
         )
+        #: The window clew budgets against (docs/context.md): given, else the model's known one.
+        self.context_window = context_window or known_window(model)
 
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         return chat_payload(self.model, request, self._max_tokens_param)
@@ -82,6 +96,20 @@ class OpenAIChatModel(HttpModel):
         if not completion.choices:
             raise self._http.unexpected(data, "no choices")
         return response_from(completion, self.model)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamItem]:
+        """Stream the reply: its text pieces as they come, then what ``complete`` returns.
+
+        Nothing is sent until the first item is asked for.
+
+        Raises:
+            ModelError: as ``complete`` raises it before any text was yielded; after,
+                ``error_type="StreamInterrupted"`` (the stream was cut or went bad).
+        """
+        payload = self._payload(request)
+        payload["stream"] = True
+        payload["stream_options"] = {"include_usage": True}
+        return stream_reply(self._http, payload, partial(ChunkReader, self.model), self._response)
 
 
 # --- clew → wire ------------------------------------------------------------------------
@@ -246,3 +274,126 @@ def _usage(usage: _Usage | None) -> Usage:
         output_tokens=usage.completion_tokens or 0,
         cache_read_tokens=cached,
     )
+
+
+# --- streamed: chat.completion.chunk → the same completion --------------------------
+
+
+class _DeltaFunction(msgspec.Struct):
+    name: str | None = None
+    arguments: Any = None
+
+
+class _DeltaCall(msgspec.Struct):
+    index: int = 0
+    id: str | None = None
+    function: _DeltaFunction | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | list[Any] | None = None
+    refusal: str | None = None
+    tool_calls: list[_DeltaCall] | None = None
+
+
+class _ChunkChoice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    choices: list[_ChunkChoice] | None = None
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    error: Any = None
+
+
+class _CallParts:
+    """One tool call as its deltas arrive: id and name once, arguments in fragments."""
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name = ""
+        self.fragments: list[str] = []
+        self.whole: Any = None  # a server that sends the arguments as an object
+
+    def take(self, delta: _DeltaCall) -> None:
+        self.id = self.id or delta.id
+        function = delta.function or _DeltaFunction()
+        self.name = self.name or function.name or ""
+        if isinstance(function.arguments, str):
+            self.fragments.append(function.arguments)
+        elif function.arguments is not None:
+            self.whole = function.arguments
+
+    def call(self) -> _ToolCall:
+        arguments = self.whole if self.whole is not None else "".join(self.fragments)
+        return _ToolCall(id=self.id, function=_Function(name=self.name, arguments=arguments))
+
+
+class ChunkReader:
+    """Gather a Chat Completions stream (first choice) into the completion it streams."""
+
+    def __init__(self, model: str) -> None:
+        self.done = False
+        self._model = model
+        self._text: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[int, _CallParts] = {}
+        self._choice = False
+        self._finish: str | None = None
+        self._id: str | None = None
+        self._served: str | None = None
+        self._usage: _Usage | None = None
+
+    def feed(self, event: SseEvent) -> str:
+        """Take one event; return the text it adds (a refusal's text, when there is none)."""
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return ""
+        if event.event == "error":
+            raise _StreamProblem(
+                "with an error event", error_detail(event.data.encode()), retryable=True
+            )
+        chunk: _Chunk = decode_event(event, _Chunk)
+        if chunk.error is not None:
+            raise _StreamProblem(
+                "with an error event", error_detail(event.data.encode()), retryable=True
+            )
+        self._id = self._id or chunk.id
+        self._served = chunk.model or self._served
+        self._usage = chunk.usage or self._usage
+        return "".join(self._take(choice) for choice in chunk.choices or () if choice.index == 0)
+
+    def _take(self, choice: _ChunkChoice) -> str:
+        self._choice = True
+        self._finish = choice.finish_reason or self._finish
+        delta = choice.delta or _Delta()
+        for call in delta.tool_calls or ():
+            self._calls.setdefault(call.index, _CallParts()).take(call)
+        text = _content_text(delta.content)
+        self._text.append(text)
+        self._refusal.append(delta.refusal or "")
+        if text or any(self._text):
+            return text
+        return delta.refusal or ""
+
+    def response(self) -> ModelResponse:
+        """Return what ``complete`` returns for the same completion unstreamed."""
+        if not self.done and self._finish is None:
+            raise _StreamProblem("ended before [DONE]", retryable=True)
+        if not self._choice:
+            raise _StreamProblem("with no choices")
+        calls = [self._calls[index].call() for index in sorted(self._calls)]
+        message = _Message(
+            content="".join(self._text),
+            tool_calls=calls or None,
+            refusal="".join(self._refusal) or None,
+        )
+        choice = _Choice(message=message, finish_reason=self._finish)
+        completion = _Completion(
+            choices=[choice], id=self._id, usage=self._usage, model=self._served
+        )
+        return response_from(completion, self._model)

@@ -15,8 +15,9 @@ import httpx
 from actors.errors import ProviderConfigError
 from actors.models.providers import anthropic, openai
 from actors.models.providers.anthropic import AnthropicModel
-from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, RetryPolicy, Sleep
+from actors.models.providers.http import MAX_RESPONSE_BYTES, HttpOptions, Sleep
 from actors.models.providers.openai import OpenAIChatModel
+from actors.models.providers.retry import RetryPolicy
 from eventlog.errors import clipped, quoted
 
 ProviderModel = OpenAIChatModel | AnthropicModel
@@ -54,6 +55,7 @@ def model_from_spec(
     rng: random.Random | None = None,
     client: httpx.Client | None = None,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
+    context_window: int | None = None,
 ) -> ProviderModel:
     """Return the adapter for ``spec`` (``openai:<model>`` or ``anthropic:<model>``).
 
@@ -67,6 +69,8 @@ def model_from_spec(
         sleep, rng: the retry loop's seams.
         client: an ``httpx.Client`` to share between adapters.
         max_response_bytes: the largest reply body read (32 MiB by default).
+        context_window: the model's context window in tokens (default: known for common
+            models; docs/context.md).
 
     Raises:
         ProviderConfigError: a bad spec, a bad base URL, or no key for the
@@ -83,9 +87,13 @@ def model_from_spec(
     )
     if scheme == "openai":
         url, key = _settings(spec, env, base_url, "OPENAI", openai.DEFAULT_BASE_URL)
-        return OpenAIChatModel(model, base_url=url, api_key=key, options=options)
+        return OpenAIChatModel(
+            model, base_url=url, api_key=key, options=options, context_window=context_window
+        )
     url, key = _settings(spec, env, base_url, "ANTHROPIC", anthropic.DEFAULT_BASE_URL)
-    return AnthropicModel(model, base_url=url, api_key=key, options=options)
+    return AnthropicModel(
+        model, base_url=url, api_key=key, options=options, context_window=context_window
+    )
 
 
 def _settings(

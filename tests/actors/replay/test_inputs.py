@@ -19,6 +19,7 @@ from actors.models.protocol import ModelSettings
 from actors.orchestration.team import Role, Team
 from actors.replay.inputs import (
     INPUTS_VERSION,
+    ContextRecord,
     RoleRecord,
     RunInputs,
     RunSettings,
@@ -76,10 +77,10 @@ def test_todays_runs_record_the_oldest_version_that_holds_their_inputs(
     recorded_metadata: list[dict[str, Any]],
 ) -> None:
     main_run = recorded_metadata[0]
-    # The default tool timeout is what a version-1 record decodes to: nothing to record.
-    assert "inputs_version" not in main_run
-    assert "tool_timeout_s" not in main_run["settings"]
-    assert 1 == RunInputs.from_metadata(main_run).inputs_version
+    # Every new run manages its context (token counts, budgets): it records version 3.
+    assert 3 == main_run["inputs_version"]
+    assert {"budget": 0.8, "windows": {}, "instructions": None} == main_run["context"]
+    assert 3 == RunInputs.from_metadata(main_run).inputs_version
 
     timed = RunInputs(prompt="hi", settings=RunSettings(tool_timeout_s=5.0))
     written = timed.in_oldest_version().to_metadata()
@@ -212,8 +213,10 @@ TEAM = TeamRecord(
         ({"tools": [ToolRecord(name="charge", in_doubt="skip")]}, 2),
         ({"settings": RunSettings(max_dispatches=2)}, 2),
         ({"team": TEAM}, 2),
+        ({"context": ContextRecord()}, 3),
+        ({"settings": RunSettings(context_budget=0.5)}, 3),
     ],
-    ids=["nothing-new", "plain-tool", "tool-policy", "dispatch-bound", "team"],
+    ids=["nothing-new", "plain-tool", "tool-policy", "dispatch-bound", "team", "context", "budget"],
 )
 def test_a_run_records_the_oldest_version_that_holds_its_inputs(
     changes: dict[str, Any], version: int
@@ -232,12 +235,14 @@ def test_a_version_1_record_leaves_out_every_field_added_since() -> None:
         prompt="hi",
         tools=[ToolRecord(name="charge", in_doubt="retry")],
         team=TEAM,
+        context=ContextRecord(windows={"default": 1000}),
         inputs_version=1,
     )
 
     written = inputs.to_metadata()
 
     assert "team" not in written
+    assert "context_budget" not in written["settings"]
     assert "in_doubt" not in written["tools"][0]
     assert "max_dispatches" not in written["settings"]
     assert {"prompt", "raw_prompt", "create_agent", "references", "models", "tools"} | {
@@ -245,7 +250,25 @@ def test_a_version_1_record_leaves_out_every_field_added_since() -> None:
     } == set(written)
 
 
-def test_a_team_run_records_version_2_with_the_resolved_team(tmp_path: Path) -> None:
+def test_a_version_2_record_leaves_out_the_context_and_its_settings() -> None:
+    inputs = RunInputs(
+        prompt="hi",
+        team=msgspec.structs.replace(TEAM, summarizer=RoleRecord(name="summarizer")),
+        context=ContextRecord(windows={"default": 1000}),
+        inputs_version=2,
+    )
+
+    written = inputs.to_metadata()
+
+    assert "context" not in written
+    assert "summarizer" not in written["team"]
+    assert not {"context_budget", "instructions_file", "instructions_max_bytes"} & set(
+        written["settings"]
+    )
+    assert None is RunInputs.from_metadata(written).context
+
+
+def test_a_team_run_records_version_3_with_the_resolved_team(tmp_path: Path) -> None:
     lookup, note = demo_tools(tmp_path)
     team = Team(
         instructions="Plan apps.",
@@ -265,7 +288,7 @@ def test_a_team_run_records_version_2_with_the_resolved_team(tmp_path: Path) -> 
         ]
 
     inputs = RunInputs.from_metadata(started.metadata)
-    assert (2, 2) == (started.metadata["inputs_version"], inputs.inputs_version)
+    assert (3, 3) == (started.metadata["inputs_version"], inputs.inputs_version)
     assert inputs.team is not None
     assert "Plan apps." == inputs.team.instructions
     assert [("researcher", ["lookup"], None), ("lead", ["save_note"], "researcher")] == [
