@@ -54,6 +54,8 @@ def _blanked(e: StoredEvent, sid: str) -> str:
     payload = msgspec.to_builtins(e.event)
     payload.pop("rng_seed", None)  # seeded from the run id
     payload.pop("request_hash", None)  # of a request that holds the session id
+    if isinstance(payload.get("node"), dict):
+        payload["node"].pop("token_count", None)  # estimated over text holding the id
     return msgspec.json.encode(payload).decode().replace(sid, "SID")
 
 
