@@ -31,11 +31,12 @@ class CancelScope:
     """
 
     def __init__(self, parent: CancelScope | None = None, *, kind: str = "run") -> None:
-        #: ``run`` (a main run's) or ``worker`` (one worker's run, under its main run's).
+        #: ``run`` (a main run's), ``worker`` (one worker's run, under its main run's) or
+        #: ``call`` (one helper-thread call, cancelled when its caller gives up on it).
         self.kind = kind
         self._lock = threading.Lock()
         self._set = False
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
         self.reason = ""
         self.source = ""
         #: True when this scope was cancelled through its parent (not on its own).
@@ -64,7 +65,7 @@ class CancelScope:
             callback()
         return True
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback`` once when the scope is cancelled (at once if it already is);
         return the function that removes it."""
         with self._lock:
@@ -74,19 +75,21 @@ class CancelScope:
         callback()
         return lambda: None
 
-    def _remove(self, callback: Callable[[], None]) -> None:
+    def _remove(self, callback: Callable[[], object]) -> None:
         with self._lock, contextlib.suppress(ValueError):
             self._callbacks.remove(callback)
 
 
 class _Box:
-    """One call's outcome; ``wake`` is set when it is there or waiting must end."""
+    """One call's outcome; ``wake`` is set when it is there or waiting must end;
+    ``given_up`` is cancelled when its caller stops waiting for it."""
 
-    __slots__ = ("error", "finished", "value", "wake")
+    __slots__ = ("error", "finished", "given_up", "value", "wake")
 
     def __init__(self) -> None:
         self.wake = threading.Event()
         self.finished = threading.Event()
+        self.given_up = CancelScope(kind="call")
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -95,6 +98,21 @@ _Job = tuple[Callable[[], Any], _Box, str]
 _jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
 _idle = threading.Semaphore(0)
 _spawn_lock = threading.Lock()
+_current = threading.local()
+
+
+def on_give_up(callback: Callable[[], object]) -> Callable[[], None]:
+    """Call ``callback`` when the caller of the call running on this helper thread stops
+    waiting for it (its timeout passed, its run was cancelled) — at once if it already
+    has; return the function that removes it. Outside a helper thread: never called.
+
+    The call goes on regardless (Python cannot stop a thread); this is how a call that
+    *can* be stopped — an async model's task on its event loop — learns it should be.
+    """
+    scope: CancelScope | None = getattr(_current, "given_up", None)
+    if scope is None:
+        return lambda: None
+    return scope.on_cancel(callback)
 
 
 def _helper() -> None:
@@ -102,10 +120,12 @@ def _helper() -> None:
     while True:
         fn, box, name = _jobs.get()
         me.name = f"clew-call-{name}"  # what a thread dump shows it is busy with
+        _current.given_up = box.given_up
         try:
             box.value = fn()
         except BaseException as e:  # handed to the waiting actor, whatever it is
             box.error = e
+        _current.given_up = None
         box.finished.set()
         box.wake.set()
         del fn, box
@@ -156,7 +176,9 @@ def call_off_thread(
             remove()
     if not box.finished.is_set():
         if cancel is not None and cancel.cancelled:
+            box.given_up.cancel(cancel.reason, "cancel")
             raise CallCancelled(cancel.reason)
+        box.given_up.cancel("timed out", "timeout")
         raise CallTimedOut(f"no return within {timeout:g} s")
     if box.error is not None:
         raise box.error

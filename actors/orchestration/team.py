@@ -19,6 +19,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 import pydantic
 
 from actors.errors import TeamError
+from actors.models.async_models import AnyModel, as_model
 from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool, ToolRegistry
 from actors.orchestration.output import OutputSpec
@@ -27,7 +28,7 @@ from actors.orchestration.roster import DISPATCH, ROUTER, SUMMARIZER, ResolvedRo
 
 #: A role's model: one model, a fallback chain, or spec strings (``openai:gpt-4.1-mini``),
 #: resolved when the run starts (a model of that name passed in ``model=``, else a provider).
-RoleModel = Model | str | Sequence[Model | str]
+RoleModel = AnyModel | str | Sequence[AnyModel | str]
 ROLE_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
 #: Names that are model-chain keys (``model={"default": …, "router": …}``), not roles.
 RESERVED_ROLE_NAMES = ("default", ROUTER, SUMMARIZER)
@@ -233,7 +234,7 @@ def _join(registry: ToolRegistry, t: Tool) -> None:
 
 def _chain(model: RoleModel, lookup: ModelLookup) -> list[Model]:
     """Return a role's model chain, spec strings looked up."""
-    items: Sequence[Model | str] = (
+    items: Sequence[AnyModel | str] = (
         [model] if isinstance(model, str) or not isinstance(model, Sequence) else model
     )
-    return [lookup(m) if isinstance(m, str) else m for m in items]
+    return [lookup(m) if isinstance(m, str) else as_model(m) for m in items]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Generator
 from typing import Final
 
 from actors.models.protocol import TextDelta
 from actors.orchestration.main_run import RunOutcome
-from actors.runtime import control
+from actors.runtime import aio, control
 from actors.runtime.runs import PreparedRun, execute_prepared
 from eventlog.ids import session_of
 from eventlog.logs import get_logger
@@ -149,7 +149,7 @@ class RunHandle:
         assert self._outcome is not None
         return self._outcome
 
-    def stream(self) -> Iterator[StreamItem]:
+    def stream(self) -> Generator[StreamItem, None, None]:
         """Yield the run's committed events (``StoredEvent``, in ``seq`` order, none
         missing) interleaved with ``TextDelta`` pieces of streaming models; end when the
         run ends. Events committed before the call are yielded first; pieces flow from
@@ -170,6 +170,19 @@ class RunHandle:
             raise
         finally:
             self._prepared.env.on_delta = None
+
+    async def aresult(self) -> RunOutcome:
+        """Await the run's end without blocking the event loop; return its outcome.
+
+        Cancelling the awaiting task cancels the run (recorded) before the
+        ``CancelledError`` goes on.
+        """
+        return await aio.aresult(self)
+
+    def astream(self) -> AsyncGenerator[StreamItem, None]:
+        """``async`` twin of :meth:`stream`: closing it early stops watching (the run
+        goes on); cancelling the task iterating it cancels the run (recorded)."""
+        return aio.astream(self)
 
     def stop(self, reason: str, wait: float) -> None:
         """Cancel the run and wait up to ``wait`` seconds for it to end (closing)."""

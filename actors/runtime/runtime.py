@@ -402,10 +402,12 @@ class Runtime:
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         team: Team | None = None,
+        watch: bool = True,
     ) -> RunHandle:
-        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`."""
+        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`.
+        ``watch=False``: no ``stream()`` (what ``run`` and ``arun`` use)."""
         prepared = self._prepare(session_id, prompt, model, tools, settings, team)
-        return RunHandle(prepared)
+        return RunHandle(prepared, watch=watch)
 
     def _prepare(
         self,

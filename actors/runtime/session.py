@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING
 
 from actors.models.chains import ModelArg
@@ -10,8 +10,9 @@ from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
+from actors.runtime import aio
 from actors.runtime.cancelling import CancelReport
-from actors.runtime.handle import RunHandle
+from actors.runtime.handle import RunHandle, StreamItem
 from actors.runtime.status import SessionInfo
 
 if TYPE_CHECKING:
@@ -77,6 +78,46 @@ class Session:
         """
         return self.runtime.start(
             self.id, prompt, model=model, tools=tools, settings=settings, team=team
+        )
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> RunOutcome:
+        """Run one main run and return its outcome, without blocking the event loop.
+
+        Same arguments and errors as :meth:`run` (raised before anything is written).
+        Async models run on this loop. Cancelling the awaiting task cancels the run
+        (recorded) before the ``CancelledError`` goes on.
+        """
+        return await aio.arun(
+            self.runtime, self.id, prompt, model=model, tools=tools, settings=settings, team=team
+        )
+
+    def astream(
+        self,
+        prompt: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """Start one main run and ``async``-iterate what :meth:`RunHandle.stream` yields:
+        every committed event of the run in ``seq`` order, with the ``TextDelta`` pieces.
+
+        Same arguments and errors as :meth:`run` (raised at the first iteration). Async
+        models run on this loop. The run belongs to the iteration: cancelling the task,
+        or closing the iterator before the run ended, cancels the run (recorded) and
+        waits for its end; a run that raised raises here, at the end.
+        """
+        return aio.astream_run(
+            self.runtime, self.id, prompt, model=model, tools=tools, settings=settings, team=team
         )
 
     def cancel(self, reason: str = "cancelled") -> CancelReport:
