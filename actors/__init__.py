@@ -10,16 +10,21 @@ the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` 
 """
 
 from actors.errors import (
+    AlreadyDecided,
     Divergence,
     NeedsResume,
     NothingToCancel,
     NothingToResume,
+    NotWaiting,
     OutputInvalid,
     ProjectDirGone,
     ProviderConfigError,
     ScriptError,
     SessionBusy,
+    SessionWaiting,
+    StillWaiting,
     TeamError,
+    UnknownApproval,
     UsageError,
 )
 from actors.models.protocol import (
@@ -42,6 +47,7 @@ from actors.models.tools import (
     ToolRegistry,
     tool,
 )
+from actors.orchestration.approvals import Approve, Decision, Deny, Edit, PendingApproval
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
@@ -52,6 +58,7 @@ from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
 from actors.runtime.runtime import Runtime, Session, SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
+from actors.runtime.waiting import WaitState
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -85,6 +92,8 @@ from eventlog.records import StoredEvent
 
 __all__ = [
     "AgentTaskContext",
+    "AlreadyDecided",
+    "Approve",
     "ArtifactRefBlock",
     "AsyncModel",
     "AsyncStreamingModel",
@@ -93,7 +102,10 @@ __all__ = [
     "ClewError",
     "ContentBlock",
     "ContextRef",
+    "Decision",
+    "Deny",
     "Divergence",
+    "Edit",
     "FaultPlan",
     "FieldDiff",
     "FunctionTool",
@@ -109,9 +121,11 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "NeedsResume",
+    "NotWaiting",
     "NothingToCancel",
     "NothingToResume",
     "OutputInvalid",
+    "PendingApproval",
     "ProjectDirGone",
     "ProviderConfigError",
     "Refused",
@@ -130,6 +144,8 @@ __all__ = [
     "SessionBusy",
     "SessionCheck",
     "SessionInfo",
+    "SessionWaiting",
+    "StillWaiting",
     "StoreError",
     "StoredEvent",
     "StreamingModel",
@@ -145,10 +161,12 @@ __all__ = [
     "ToolRegistry",
     "ToolResultBlock",
     "ToolSpec",
+    "UnknownApproval",
     "UnknownSession",
     "Usage",
     "UsageError",
     "VerifyReport",
+    "WaitState",
     "WorkerResult",
     "load_script",
     "tool",

@@ -19,7 +19,7 @@ import msgspec
 import pykka
 import structlog
 
-from actors.errors import Divergence, RunCancelled, RunInterrupted
+from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
@@ -84,6 +84,8 @@ class Brain(pykka.ThreadingActor):
                 return run.execute()
             except RunCancelled as cancelled:
                 return run.cancelled(cancelled)
+            except RunParked as parked:
+                return run.parked(parked)
         except Exception as e:
             if is_replay_stop(e):
                 if env.replay_log is not None:

@@ -11,8 +11,9 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import PlanError, RunCancelled
+from actors.errors import PlanError, RunCancelled, RunParked
 from actors.models.tools import ToolRegistry
+from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import (
@@ -54,7 +55,8 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     session_id: str
     run_id: str
-    status: str  # completed | failed | needs_clarification | diverged | interrupted
+    #: completed | failed | cancelled | waiting | needs_clarification | diverged | interrupted
+    status: str
     answer: str = ""
     question: str | None = None
     worker_results: list[WorkerResult] = msgspec.field(default_factory=list)
@@ -63,6 +65,8 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
     #: The primary's validated typed output (an instance of its role's ``output`` model);
     #: None when the primary role has none.
     output: Any = None
+    #: The tool calls waiting for a person's decision (status ``waiting``).
+    pending: list[PendingApproval] = msgspec.field(default_factory=list)
 
 
 def _text(content: list[ContentBlock]) -> str:
@@ -155,6 +159,19 @@ class MainRun:
             status="cancelled",
             error=e.reason,
             active_node_id=node,
+        )
+
+    def parked(self, e: RunParked) -> RunOutcome:
+        """Leave the run open, ``waiting`` (its ``run_waiting`` is recorded); stop the
+        workers' actors (a parked worker's run waits too)."""
+        self.pool.drain()
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="needs_clarification" if e.question else "waiting",
+            question=e.question or None,
+            pending=[p for p in e.pending if isinstance(p, PendingApproval)],
+            active_node_id=self.conv.tip if self.conv is not None else None,
         )
 
     # --- the steps, in flow order --------------------------------------------------------

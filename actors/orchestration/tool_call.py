@@ -20,6 +20,7 @@ from actors.models.tools import (
     output_blocks,
     timeout_of,
 )
+from actors.orchestration.approvals import gate
 from actors.orchestration.env import SessionEnv
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import TextBlock, ToolCallBlock, ToolResultBlock
@@ -32,25 +33,37 @@ def run_tool(
     """Run one tool call through the recorder; always return a tool_result block.
 
     ``tools`` is the calling role's allow-list: a call to a tool of the run outside it
-    is refused (a recorded ``tool_failed``); the tool never runs.
+    is refused (a recorded ``tool_failed``); the tool never runs. A call that needs
+    approval waits for a person first (:mod:`actors.orchestration.approvals`).
+
+    Raises:
+        RunParked: the call waits for a person's decision.
     """
     t = tools.get(call.name)
-    started = ToolCallStarted(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        arguments=dict(call.arguments),
-        idempotent=bool(t and t.idempotent),
-    )
     policy = in_doubt_of(t) or env.settings.in_doubt_policy
     rec.checkpoint("tool")
     refused = _not_allowed(env, t, call, role)
+    asked = call
+    if refused is None and t is not None:
+        gated = gate(env, rec, t, call, _context(env, rec, call, role))
+        if isinstance(gated, ToolFailed):
+            refused = gated
+        else:
+            asked = gated
+    started = ToolCallStarted(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        arguments=dict(asked.arguments),
+        idempotent=bool(t and t.idempotent),
+    )
     if refused is not None:
-        outcome = rec.tool_call(started, lambda: refused, policy)
+        denied = refused
+        outcome = rec.tool_call(started, lambda: denied, policy)
     else:
         # The context is built when the tool runs: a resume's re-run has attempt 2.
         timeout = env.settings.tool_timeout_s
         outcome = rec.tool_call(
-            started, lambda: _execute(t, call, _context(env, rec, call, role), timeout), policy
+            started, lambda: _execute(t, asked, _context(env, rec, call, role), timeout), policy
         )
     return result_block(call, outcome)
 

@@ -30,7 +30,7 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 3
+INPUTS_VERSION: Final = 4
 #: Fields added after version 1, with the version that added them. A dotted path names
 #: a field of a nested record; ``[]`` a field of each item of a list.
 FIELDS_SINCE: Final[dict[str, int]] = {
@@ -41,6 +41,7 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "settings.model_timeout_s": 3,
     "settings.worker_timeout_s": 3,
     "settings.run_timeout_s": 3,
+    "settings.approval_required": 4,
 }
 
 
@@ -70,6 +71,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: Seconds a main run may take before it is cancelled (``run_ended`` status
     #: ``cancelled``, source ``timeout``). None: no limit. Since v3.
     run_timeout_s: float | None = None
+    #: Tools whose every call waits for a person's approval (``*``: every tool). Since v4.
+    approval_required: list[str] = msgspec.field(default_factory=list)
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):

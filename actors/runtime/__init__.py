@@ -2,6 +2,7 @@
 
 ``runtime`` (the facade and ``Session``) · ``engine`` (store, writer, locks, task
 managers) · ``runs`` (a new main run) · ``teams`` (a run's team and model chains) ·
-``replayer`` · ``resume`` · ``verify`` · ``faults`` (the crash-test seam) · ``locks``
+``replayer`` · ``resume`` · ``verify`` · ``waiting`` and ``hitl`` (sessions waiting for a
+person) · ``faults`` (the crash-test seam) · ``locks``
 (session ownership).
 """

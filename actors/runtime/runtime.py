@@ -29,6 +29,7 @@ from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.hitl import RuntimeWaits, SessionWaits
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
 from actors.runtime.verify import VerifyReport
@@ -65,7 +66,7 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     active_node_id: str | None
 
 
-class Runtime:
+class Runtime(RuntimeWaits):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
     def __init__(
@@ -413,7 +414,7 @@ class Runtime:
         return cancelling.cancel_session(self._engine, session_id, reason)
 
 
-class Session:
+class Session(SessionWaits):
     """A handle on one session of a :class:`Runtime`."""
 
     def __init__(self, runtime: Runtime, session_id: str) -> None:
