@@ -37,11 +37,13 @@ from eventlog.blocks import ContentBlock, Message, TextBlock
 from eventlog.events import (
     AgentCreated,
     AgentStatusChanged,
+    ClarificationAnswered,
     ClarificationRequested,
     FixIteration,
     PlanRejected,
     RunEnded,
     RunStarted,
+    RunWaiting,
     TodoPlanned,
     Usage,
 )
@@ -119,8 +121,12 @@ class MainRun:
         """Run the flow; return how it ended."""
         conv = self._start()
         plan, board = self._route(conv)
-        if plan.clarification.required:
-            return self._ask_for_clarification(plan, conv)
+        while plan.clarification.required:
+            answered = self._ask_for_clarification(plan, conv)
+            if isinstance(answered, RunOutcome):
+                return answered
+            # The same run goes on: the router plans again, told the question and answer.
+            plan, board = self._route(conv, answered)
         results = self.pool.run_plan(plan, board)
         answer = self._primary(plan, board, conv, results)
         turns, usage = answer.turns, answer.usage
@@ -212,8 +218,12 @@ class MainRun:
         conv.append("user", [TextBlock(text=self.inputs.prompt)])
         return conv
 
-    def _route(self, conv: Conversation) -> tuple[Plan, RunTaskBoard]:
-        """Ask the router for a plan (a bad one falls back to "primary only"); record it."""
+    def _route(
+        self, conv: Conversation, followup: list[Message] | None = None
+    ) -> tuple[Plan, RunTaskBoard]:
+        """Ask the router for a plan (a bad one falls back to "primary only"); record it.
+
+        ``followup``: the clarifying question and its answer, after the request."""
         prompt = self.inputs.prompt
         team = self.env.team
         content, _, _ = call_model(
@@ -221,7 +231,7 @@ class MainRun:
             self.rec,
             role="router",
             phase="route",
-            messages=[Message(role="user", content=[TextBlock(text=prompt)])],
+            messages=[Message(role="user", content=[TextBlock(text=prompt)]), *(followup or [])],
             system=router_system(team),
             settings=team.router_role().settings,
         )
@@ -247,8 +257,16 @@ class MainRun:
         self.roles = {worker_agent_id(self.run_id, w.id): w.role for w in plan.workers}
         return plan, board
 
-    def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome:
-        """The clarification gate: stop before any worker starts, with the question."""
+    def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome | list[Message]:
+        """The clarification gate: wait for an answer before any worker starts.
+
+        Returns the question and the answer (as router messages) once answered. A run
+        recorded before clarifications were waits ended here: re-executed, it ends the
+        same way (its ``agent_status_changed`` follows the question's note).
+
+        Raises:
+            RunParked: the run waits for the answer.
+        """
         c = plan.clarification
         self.rec.emit(
             ClarificationRequested(
@@ -261,6 +279,18 @@ class MainRun:
         for t in plan.todos():
             self._todo(t.id, "blocked", "waiting for clarification")
         node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
+        nxt = self.rec.peek()
+        if nxt is None or not isinstance(nxt.event, AgentStatusChanged):
+            waiting = RunWaiting(run_id=self.run_id, reason="clarification", question=c.question)
+            self.rec.wait_point(waiting, [])
+            answered = self.rec.take_recorded(ClarificationAnswered, lambda _: True)
+            self.rec.go_on(answered is not None, [], c.question)
+            assert answered is not None
+            conv.append("user", [TextBlock(text=answered.answer)])
+            return [
+                Message(role="assistant", content=[TextBlock(text=c.question)]),
+                Message(role="user", content=[TextBlock(text=answered.answer)]),
+            ]
         self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
         self.rec.emit(
             RunEnded(
