@@ -14,14 +14,20 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, live_commands, read_commands, run_commands
+from actors.cli import (
+    check_commands,
+    hitl_commands,
+    live_commands,
+    read_commands,
+    run_commands,
+)
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
 from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands)
+COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands, hitl_commands)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,6 +64,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     events: int
     active_node_id: str | None
+    #: True when its last main run waits for a person (``clew pending``).
+    waiting: bool = False
 
 
 class Runtime(RuntimeWaits):
@@ -217,6 +219,7 @@ class Runtime(RuntimeWaits):
             runs=len(self.store.read_runs(row.session_id)),
             events=self.store.count_events(row.session_id),
             active_node_id=row.active_node_id,
+            waiting=bool(self.waiting(row.session_id)),
         )
 
     def lock(self, session_id: str) -> SessionLock:
