@@ -48,6 +48,7 @@ from actors.models.tools import (
     tool,
 )
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit, PendingApproval
+from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
@@ -92,6 +93,7 @@ from eventlog.records import StoredEvent
 
 __all__ = [
     "AgentTaskContext",
+    "Allow",
     "AlreadyDecided",
     "Approve",
     "ArtifactRefBlock",
@@ -110,6 +112,7 @@ __all__ = [
     "FieldDiff",
     "FunctionTool",
     "HandoffPacket",
+    "Hooks",
     "InDoubtPolicy",
     "IntegrityError",
     "InvalidSessionId",

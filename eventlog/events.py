@@ -20,7 +20,15 @@ from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 SessionStatus = Literal["active", "archived"]
 AgentStatus = Literal["idle", "running", "completed", "failed", "cancelled"]
 RunStatus = Literal[
-    "queued", "pending", "running", "completed", "failed", "aborted", "cancelled", "waiting"
+    "queued",
+    "pending",
+    "running",
+    "completed",
+    "failed",
+    "aborted",
+    "cancelled",
+    "waiting",
+    "refused",
 ]
 EndReason = Literal[
     "completed",

@@ -70,7 +70,9 @@ class Brain(pykka.ThreadingActor):
         )
         timer = _run_timer(env)
         try:
-            return self._execute(run)
+            outcome = self._execute(run)
+            _run_ended(env, outcome)
+            return outcome
         finally:
             if timer is not None:
                 timer.cancel()
@@ -144,6 +146,17 @@ class Brain(pykka.ThreadingActor):
             error=safe_text(f"{type(e).__name__}: {e}"),
             active_node_id=tip,
         )
+
+
+def _run_ended(env: SessionEnv, outcome: RunOutcome) -> None:
+    """Tell the application's ``on_run_end`` hook (live only; it changes nothing, so an
+    exception is logged, never recorded: ``run_ended`` is the run's last event)."""
+    if env.hooks is None or not env.live_allowed or outcome.status in ("diverged", "interrupted"):
+        return
+    try:
+        env.hooks.on_run_end(env.session_id, outcome.run_id, outcome.status)
+    except Exception as e:
+        log.warning("hook_failed", hook="on_run_end", error=safe_text(str(e)))
 
 
 def _run_timer(env: SessionEnv) -> threading.Timer | None:

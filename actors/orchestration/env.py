@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from actors.errors import UsageError
 from actors.models.calls import CancelScope
@@ -46,6 +47,9 @@ class SessionEnv:
     #: Who gets the text of streaming models as it arrives; None: nobody watches, and
     #: models are asked with ``complete`` (read at each call: a watcher may come late).
     on_delta: Callable[[TextDelta], None] | None = None
+    #: The application's hooks (:class:`~actors.orchestration.hooks.Hooks`); None: none.
+    #: Typed ``Any``: the hooks module builds on this one.
+    hooks: Any = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)

@@ -29,6 +29,7 @@ from actors.models.tools import (
     ToolRegistry,
 )
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import observe
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
@@ -159,6 +160,9 @@ def call_model(
     last: ModelError | None = None
     attempt = 0
     rec.checkpoint()
+    if env.hooks is not None or rec.replaying:
+        asked = ModelRequest(model=chain[0].name, messages=list(messages), system=system, role=role)
+        observe(rec, env.hooks, "before_model", asked)
     for i, model in enumerate(chain):
         request = ModelRequest(
             model=model.name,

@@ -16,6 +16,7 @@ from actors.models.tools import ToolRegistry
 from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import guardrail, observe
 from actors.orchestration.loop import (
     AgentSpec,
     Builtin,
@@ -120,6 +121,9 @@ class MainRun:
     def execute(self) -> RunOutcome:
         """Run the flow; return how it ended."""
         conv = self._start()
+        refused = guardrail(self.rec, self.env.hooks, "input_guardrail", self.inputs.prompt)
+        if refused is not None:
+            return self._refused(conv, refused)
         plan, board = self._route(conv)
         while plan.clarification.required:
             answered = self._ask_for_clarification(plan, conv)
@@ -128,7 +132,7 @@ class MainRun:
             # The same run goes on: the router plans again, told the question and answer.
             plan, board = self._route(conv, answered)
         results = self.pool.run_plan(plan, board)
-        answer = self._primary(plan, board, conv, results)
+        answer = self._guard_output(plan, conv, self._primary(plan, board, conv, results))
         turns, usage = answer.turns, answer.usage
         if plan.review:
             answer, turns, usage = self._review(plan, board, conv, results, answer)
@@ -180,6 +184,49 @@ class MainRun:
             active_node_id=self.conv.tip if self.conv is not None else None,
         )
 
+    def _refused(self, conv: Conversation, reason: str) -> RunOutcome:
+        """The input guardrail refused the prompt: end the run ``refused`` (recorded)."""
+        note = TextBlock(text=f"(the request was refused: {reason})")
+        node = conv.append("assistant", [note], node_type="system_note")
+        self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        self.rec.emit(
+            RunEnded(
+                run_id=self.run_id,
+                status="refused",
+                end_reason="failed",
+                end_node_id=node,
+                outcome={"status": "refused", "reason": reason},
+            )
+        )
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="refused",
+            error=reason,
+            active_node_id=node,
+        )
+
+    def _guard_output(self, plan: Plan, conv: Conversation, answer: LoopResult) -> LoopResult:
+        """The output guardrail may reject the primary's answer: it goes into the fix
+        loop (at most ``max_fix_iterations`` times), told why."""
+        for iteration in range(1, self.env.settings.max_fix_iterations + 1):
+            text = _answer_text(answer.content, self._typed(plan))
+            reason = guardrail(self.rec, self.env.hooks, "output_guardrail", text)
+            if reason is None:
+                break
+            self.rec.emit(FixIteration(iteration=iteration, trigger="output_guardrail"))
+            why = f"Your answer was rejected: {reason}\nAnswer again, fixing that."
+            conv.append("user", [TextBlock(text=why)], node_type="child_result")
+            fixed = self._answer(plan, conv, "fix")
+            answer = LoopResult(
+                fixed.content,
+                answer.turns + fixed.turns,
+                add_usage(answer.usage, fixed.usage),
+                fixed.end_reason,
+                fixed.final_node_id,
+            )
+        return answer
+
     # --- the steps, in flow order --------------------------------------------------------
 
     def _start(self) -> Conversation:
@@ -216,6 +263,7 @@ class MainRun:
             rec, parent_id=self.parent_node_id, history=history, activate=True
         )
         conv.append("user", [TextBlock(text=self.inputs.prompt)])
+        observe(rec, env.hooks, "on_run_start", env.session_id, self.run_id, self.inputs.prompt)
         return conv
 
     def _route(

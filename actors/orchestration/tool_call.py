@@ -22,6 +22,7 @@ from actors.models.tools import (
 )
 from actors.orchestration.approvals import gate
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import before_tool, observe
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
@@ -45,7 +46,9 @@ def run_tool(
     refused = _not_allowed(env, t, call, role)
     asked = call
     if refused is None and t is not None:
-        gated = gate(env, rec, t, call, _context(env, rec, call, role))
+        ctx = _context(env, rec, call, role)
+        hooked = before_tool(rec, env.hooks, call, ctx)
+        gated = gate(env, rec, t, hooked, ctx) if isinstance(hooked, ToolCallBlock) else hooked
         if isinstance(gated, ToolFailed):
             refused = gated
         else:
@@ -65,7 +68,9 @@ def run_tool(
         outcome = rec.tool_call(
             started, lambda: _execute(t, asked, _context(env, rec, call, role), timeout), policy
         )
-    return result_block(call, outcome)
+    result = result_block(call, outcome)
+    observe(rec, env.hooks, "after_tool", call, result)
+    return result
 
 
 def result_block(call: ToolCallBlock, outcome: ToolCallFinished | ToolFailed) -> ToolResultBlock:

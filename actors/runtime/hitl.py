@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.approvals import Decision, PendingApproval
+from actors.orchestration.hooks import Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
@@ -25,6 +26,16 @@ class RuntimeWaits:
     """What a :class:`~actors.runtime.runtime.Runtime` offers for waiting sessions."""
 
     _engine: Engine
+
+    @property
+    def hooks(self) -> Hooks | None:
+        """The application's hooks every new run and resume of this runtime calls."""
+        hooks: Hooks | None = self._engine.hooks
+        return hooks
+
+    @hooks.setter
+    def hooks(self, value: Hooks | None) -> None:
+        self._engine.hooks = value
 
     def pending(self, session_id: str) -> list[PendingApproval]:
         """Return the tool calls of the session waiting for a decision (none: [])."""
