@@ -135,6 +135,7 @@ def add_usage(a: Usage, b: Usage) -> Usage:
     )
 
 
+# long: the candidates, their retry and their records read as one loop; split, they scatter
 def call_model(
     env: SessionEnv,
     rec: RunRecorder,
@@ -160,9 +161,7 @@ def call_model(
     last: ModelError | None = None
     attempt = 0
     rec.checkpoint()
-    if env.hooks is not None or rec.replaying:
-        asked = ModelRequest(model=chain[0].name, messages=list(messages), system=system, role=role)
-        observe(rec, env.hooks, "before_model", asked)
+    _before_model(env, rec, ModelRequest(model=chain[0].name, messages=list(messages), role=role))
     for i, model in enumerate(chain):
         request = ModelRequest(
             model=model.name,
@@ -201,6 +200,12 @@ def call_model(
             return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     raise last
+
+
+def _before_model(env: SessionEnv, rec: RunRecorder, request: ModelRequest) -> None:
+    """Tell the application's ``before_model`` hook (live; its error is recorded)."""
+    if env.hooks is not None or rec.replaying:
+        observe(rec, env.hooks, "before_model", request)
 
 
 def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
