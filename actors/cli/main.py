@@ -14,7 +14,14 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, live_commands, read_commands, run_commands, tail
+from actors.cli import (
+    check_commands,
+    hitl_commands,
+    live_commands,
+    read_commands,
+    run_commands,
+    tail,
+)
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
@@ -22,7 +29,14 @@ from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_e
 from eventlog.errors import ClewError, Refused
 from eventlog.logs import get_output, set_output
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands, tail)
+COMMAND_MODULES = (
+    run_commands,
+    read_commands,
+    check_commands,
+    live_commands,
+    hitl_commands,
+    tail,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -100,6 +100,7 @@ def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> T
         table.add_column(col, justify="right" if col in ("runs", "events") else "left")
     for i in infos:
         state = "[red]interrupted[/red]" if i.interrupted else ""
+        state = "[yellow]waiting[/yellow]" if i.waiting else state
         table.add_row(
             i.session_id,
             i.status,

@@ -119,6 +119,8 @@ class Engine:
         self._locks: dict[str, SessionLock] = {}
         #: The main runs this engine has in progress (their ``RunHandle``).
         self.runs: set[_RunInProgress] = set()
+        #: The application's hooks every run of this engine calls (``Runtime.hooks``).
+        self.hooks: Any = None
         with _OPEN_LOCK:
             _OPEN.add(self)
 
@@ -262,6 +264,7 @@ class Engine:
             settings=settings,
             before_tool=self._before_tool,
             artifact_threshold=self.store.artifact_threshold,
+            hooks=kw.pop("hooks", self.hooks),
             **kw,
         )
 

@@ -31,6 +31,7 @@ from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
 from actors.runtime.session import Session
@@ -66,9 +67,11 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     events: int
     active_node_id: str | None
+    #: True when its last main run waits for a person (``clew pending``).
+    waiting: bool = False
 
 
-class Runtime:
+class Runtime(RuntimeWaits):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
     def __init__(
@@ -228,6 +231,7 @@ class Runtime:
             runs=len(self.store.read_runs(row.session_id)),
             events=self.store.count_events(row.session_id),
             active_node_id=row.active_node_id,
+            waiting=bool(self.waiting(row.session_id)),
         )
 
     def lock(self, session_id: str) -> SessionLock:
