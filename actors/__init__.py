@@ -11,16 +11,21 @@ spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (
+    AlreadyDecided,
     Divergence,
     NeedsResume,
     NothingToCancel,
     NothingToResume,
+    NotWaiting,
     OutputInvalid,
     ProjectDirGone,
     ProviderConfigError,
     ScriptError,
     SessionBusy,
+    SessionWaiting,
+    StillWaiting,
     TeamError,
+    UnknownApproval,
     UsageError,
 )
 from actors.models.protocol import (
@@ -43,6 +48,8 @@ from actors.models.tools import (
     ToolRegistry,
     tool,
 )
+from actors.orchestration.approvals import Approve, Decision, Deny, Edit, PendingApproval
+from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
@@ -55,6 +62,7 @@ from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
+from actors.runtime.waiting import WaitState
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -88,6 +96,9 @@ from eventlog.records import StoredEvent
 
 __all__ = [
     "AgentTaskContext",
+    "Allow",
+    "AlreadyDecided",
+    "Approve",
     "ArtifactRefBlock",
     "AsyncModel",
     "AsyncStreamingModel",
@@ -96,11 +107,15 @@ __all__ = [
     "ClewError",
     "ContentBlock",
     "ContextRef",
+    "Decision",
+    "Deny",
     "Divergence",
+    "Edit",
     "FaultPlan",
     "FieldDiff",
     "FunctionTool",
     "HandoffPacket",
+    "Hooks",
     "InDoubtPolicy",
     "IntegrityError",
     "InvalidSessionId",
@@ -112,9 +127,11 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "NeedsResume",
+    "NotWaiting",
     "NothingToCancel",
     "NothingToResume",
     "OutputInvalid",
+    "PendingApproval",
     "ProjectDirGone",
     "ProviderConfigError",
     "Refused",
@@ -133,6 +150,8 @@ __all__ = [
     "SessionBusy",
     "SessionCheck",
     "SessionInfo",
+    "SessionWaiting",
+    "StillWaiting",
     "StoreError",
     "StoredEvent",
     "StreamingModel",
@@ -148,10 +167,12 @@ __all__ = [
     "ToolRegistry",
     "ToolResultBlock",
     "ToolSpec",
+    "UnknownApproval",
     "UnknownSession",
     "Usage",
     "UsageError",
     "VerifyReport",
+    "WaitState",
     "WorkerResult",
     "load_script",
     "tool",

@@ -6,7 +6,7 @@ nothing written; the CLI maps that base to exit code 2.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventlog.errors import ClewError, Refused, ReplayDivergence, ToolError
 
@@ -106,6 +106,26 @@ class NeedsResume(Refused):
     """The session has an interrupted run: it must be resumed before a new run starts."""
 
 
+class SessionWaiting(NeedsResume):
+    """The session's run waits for a person: decide (or answer) and resume it first."""
+
+
+class NotWaiting(Refused):
+    """A decision or an answer for a session whose run is not waiting for one."""
+
+
+class UnknownApproval(Refused):
+    """No approval request of this id waits in the session (a bad id, another session's)."""
+
+
+class AlreadyDecided(Refused):
+    """The approval request was decided already: a decision is recorded once."""
+
+
+class StillWaiting(Refused):
+    """A resume of a waiting session before every pending request was decided."""
+
+
 class ProjectDirGone(Refused):
     """The project directory a session was created in (its Task WALs' home) is gone."""
 
@@ -132,6 +152,18 @@ class RunCancelled(ClewError):
         self.source = source
         self.during = during
         self.scope = scope
+
+
+class RunParked(ClewError):
+    """Control flow: the run recorded ``run_waiting`` and unwinds to the Brain or worker
+    that leaves it open, ``waiting`` for a person. ``pending`` holds what it waits for
+    (the :class:`~actors.orchestration.approvals.PendingApproval` requests)."""
+
+    def __init__(self, reason: str, pending: list[Any] | None = None, question: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.pending: list[Any] = list(pending or [])
+        self.question = question
 
 
 class CallCancelled(ClewError):

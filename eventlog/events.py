@@ -19,7 +19,17 @@ from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]
 AgentStatus = Literal["idle", "running", "completed", "failed", "cancelled"]
-RunStatus = Literal["queued", "pending", "running", "completed", "failed", "aborted", "cancelled"]
+RunStatus = Literal[
+    "queued",
+    "pending",
+    "running",
+    "completed",
+    "failed",
+    "aborted",
+    "cancelled",
+    "waiting",
+    "refused",
+]
 EndReason = Literal[
     "completed",
     "max_turns",
@@ -51,6 +61,13 @@ NodeType = Literal[
 Level = Literal["debug", "info", "warning", "error"]
 TodoStatus = Literal["pending", "ready", "running", "completed", "failed", "blocked", "cancelled"]
 InDoubtDecision = Literal["retry", "fail", "skip"]
+#: What a person decided about a tool call waiting for approval.
+ApprovalDecision = Literal["approve", "deny", "edit"]
+#: What a run parked for: a tool call's approval, or the answer to a clarification.
+WaitReason = Literal["approval", "clarification"]
+#: What a hook decided: let it be, stop it (with a reason), change the arguments, or the
+#: hook raised (contained: the run goes on as if it allowed).
+HookVerdict = Literal["allow", "deny", "edit", "error"]
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="event_type"):
@@ -326,6 +343,71 @@ class RunCancelling(_Event, frozen=True, kw_only=True, tag="run_cancelling"):
     scope: Literal["run", "worker"] = "run"
 
 
+# --- waiting for a person ---------------------------------------------------------------
+
+
+class ApprovalRequested(_Event, frozen=True, kw_only=True, tag="approval_requested"):
+    """A tool call needs a person's approval before it runs (recorded in the calling run)."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    agent_id: str
+    role: str = ""
+    reason: str = ""
+
+
+class ApprovalDecided(_Event, frozen=True, kw_only=True, tag="approval_decided"):
+    """A person decided a pending approval (written into the waiting run by any process).
+
+    ``arguments`` are the edited arguments of an ``edit``; None otherwise.
+    """
+
+    tool_call_id: str
+    decision: ApprovalDecision
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+
+
+class RunWaiting(_Event, frozen=True, kw_only=True, tag="run_waiting"):
+    """The run parks here until a person decides (its status becomes ``waiting``).
+
+    ``pending`` lists the tool call ids waiting for approval; ``question`` is the
+    clarification asked.
+    """
+
+    run_id: str
+    reason: WaitReason
+    pending: list[str] = msgspec.field(default_factory=list)
+    question: str = ""
+
+
+class RunResumed(_Event, frozen=True, kw_only=True, tag="run_resumed"):
+    """A parked run goes on: its wait was decided (its status is ``running`` again)."""
+
+    run_id: str
+
+
+class ClarificationAnswered(_Event, frozen=True, kw_only=True, tag="clarification_answered"):
+    """A person answered the run's clarification question (written into the waiting run)."""
+
+    answer: str
+
+
+class HookDecided(_Event, frozen=True, kw_only=True, tag="hook_decided"):
+    """An application hook changed the run (or raised): recorded, so replay never calls it.
+
+    ``hook`` is ``on_run_start``, ``before_model``, ``before_tool``, ``after_tool``,
+    ``on_run_end``, ``input_guardrail`` or ``output_guardrail``.
+    """
+
+    hook: str
+    decision: HookVerdict
+    reason: str = ""
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
 Event = (
     SessionCreated
     | SessionArchived
@@ -353,6 +435,12 @@ Event = (
     | TodoUpdated
     | FixIteration
     | RunCancelling
+    | ApprovalRequested
+    | ApprovalDecided
+    | RunWaiting
+    | RunResumed
+    | ClarificationAnswered
+    | HookDecided
 )
 
 EVENT_TYPES: dict[str, type[_Event]] = {
@@ -384,6 +472,12 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         TodoUpdated,
         FixIteration,
         RunCancelling,
+        ApprovalRequested,
+        ApprovalDecided,
+        RunWaiting,
+        RunResumed,
+        ClarificationAnswered,
+        HookDecided,
     )
 }
 

@@ -37,7 +37,9 @@ from eventlog.events import (
     ArtifactCreated,
     NodeAppended,
     RunEnded,
+    RunResumed,
     RunStarted,
+    RunWaiting,
     SessionCreated,
 )
 from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow, StoredEvent
@@ -201,6 +203,16 @@ class Boards(ComparedByValue):
             error=e.error,
         )
 
+    def _run_waiting(self, stored: StoredEvent) -> None:
+        e = stored.event
+        assert isinstance(e, RunWaiting)
+        _update(self.runs, e.run_id, stored.created_at, status="waiting")
+
+    def _run_resumed(self, stored: StoredEvent) -> None:
+        e = stored.event
+        assert isinstance(e, RunResumed)
+        _update(self.runs, e.run_id, stored.created_at, status="running")
+
     def _artifact_created(self, stored: StoredEvent) -> None:
         e = stored.event
         assert isinstance(e, ArtifactCreated)
@@ -299,6 +311,8 @@ class Boards(ComparedByValue):
         "agent_status_changed": _agent_status_changed,
         "run_started": _run_started,
         "run_ended": _run_ended,
+        "run_waiting": _run_waiting,
+        "run_resumed": _run_resumed,
         "artifact_created": _artifact_created,
     }
 

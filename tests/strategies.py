@@ -407,6 +407,38 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         during=_literal(ev.CancelPhase),
         scope=st.sampled_from(["run", "worker"]),
     ),
+    "approval_requested": st.builds(
+        ev.ApprovalRequested,
+        **_tool_call,
+        arguments=json_objects,
+        agent_id=ids,
+        role=short_texts,
+        reason=texts,
+    ),
+    "approval_decided": st.builds(
+        ev.ApprovalDecided,
+        tool_call_id=ids,
+        decision=_literal(ev.ApprovalDecision),
+        reason=texts,
+        arguments=st.none() | json_objects,
+    ),
+    "run_waiting": st.builds(
+        ev.RunWaiting,
+        run_id=ids,
+        reason=_literal(ev.WaitReason),
+        pending=st.lists(ids, max_size=3),
+        question=texts,
+    ),
+    "run_resumed": st.builds(ev.RunResumed, run_id=ids),
+    "clarification_answered": st.builds(ev.ClarificationAnswered, answer=texts),
+    "hook_decided": st.builds(
+        ev.HookDecided,
+        hook=short_texts,
+        decision=_literal(ev.HookVerdict),
+        reason=texts,
+        tool_call_id=optional_ids,
+        arguments=st.none() | json_objects,
+    ),
 }
 
 _missing = set(ev.EVENT_TYPES) ^ set(_EVENT_STRATEGIES)

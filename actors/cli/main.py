@@ -16,6 +16,7 @@ import typer
 # The command modules register their commands on the app when imported.
 from actors.cli import (
     check_commands,
+    hitl_commands,
     live_commands,
     read_commands,
     run_commands,
@@ -29,7 +30,15 @@ from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_e
 from eventlog.errors import ClewError, Refused
 from eventlog.logs import get_output, set_output
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands, live_commands, tail, usage_command)
+COMMAND_MODULES = (
+    run_commands,
+    read_commands,
+    check_commands,
+    live_commands,
+    hitl_commands,
+    tail,
+    usage_command,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,18 @@ from eventlog.taskwal import WAL_SUFFIX
 
 #: The commands that only read a home: they open it read-only.
 READ_COMMANDS: Final = frozenset(
-    {"sessions", "show", "timeline", "tasks", "export", "verify", "replay", "tail", "usage"}
+    {
+        "sessions",
+        "show",
+        "timeline",
+        "tasks",
+        "export",
+        "verify",
+        "replay",
+        "tail",
+        "pending",
+        "usage",
+    }
 )
 
 

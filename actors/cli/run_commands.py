@@ -239,7 +239,11 @@ def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
     elif outcome.status == "needs_clarification":
         print(f"needs clarification: {outcome.question}")
         print(f"session {outcome.session_id}", file=sys.stderr)
-    if outcome.status in ("completed", "needs_clarification"):
+    elif outcome.status == "waiting":
+        calls = ", ".join(f"{p.tool_call_id} ({p.tool_name})" for p in outcome.pending)
+        print(f"waiting for approval: {calls}")
+        print(f"session {outcome.session_id} (waiting: clew pending)", file=sys.stderr)
+    if outcome.status in ("completed", "needs_clarification", "waiting"):
         return
     if gave_up:
         # The model could not be used at all (every candidate failed): a config problem.
@@ -271,7 +275,7 @@ def resume(
     check_recordable(where, ("a --model spec", model), ("--base-url", base_url))
     with open_session(where, session) as (rt, row):
         sid = row.session_id
-        if not rt.interrupted_runs(sid):
+        if not rt.interrupted_runs(sid) and not rt.waiting(sid):
             if rt.is_owned(sid):
                 raise SessionBusy(f"session {sid} is in use by another process")
             raise UsageError(f"session {sid} has no interrupted run; nothing to resume")
@@ -304,4 +308,4 @@ def resume(
     else:
         print(f"session {sid}: {outcome.status}")
         print(outcome.answer or outcome.error or outcome.question or "")
-    exit_with(0 if outcome.status in ("completed", "needs_clarification") else 1)
+    exit_with(0 if outcome.status in ("completed", "needs_clarification", "waiting") else 1)

@@ -97,8 +97,11 @@ class FunctionTool:
         idempotent: bool = False,
         in_doubt: InDoubtPolicy | None = None,
         timeout_s: float | None = None,
+        needs_approval: bool | Callable[..., bool] = False,
     ) -> None:
-        """Wrap ``fn``; ``timeout_s`` overrides the run's ``tool_timeout_s`` for this tool."""
+        """Wrap ``fn``; ``timeout_s`` overrides the run's ``tool_timeout_s`` for this tool;
+        ``needs_approval`` (True, or a policy ``(call, ctx) -> bool``) makes a call wait
+        for a person's decision before it runs."""
         self.name = name
         self.description = description or (fn.__doc__ or "").strip().split("\n")[0]
         self.args_model = args_model
@@ -106,6 +109,7 @@ class FunctionTool:
         #: This tool's in-doubt policy; None: the run's (``RunSettings.in_doubt_policy``).
         self.in_doubt = in_doubt
         self.timeout_s = timeout_s
+        self.needs_approval = needs_approval
         self._fn = fn
         self._wants_context = takes_context(fn)
 
@@ -122,6 +126,7 @@ def tool(
     idempotent: bool = False,
     in_doubt: InDoubtPolicy | None = None,
     timeout_s: float | None = None,
+    needs_approval: bool | Callable[..., bool] = False,
 ) -> Callable[[Callable[..., ToolOutput]], FunctionTool]:
     """Decorate ``fn(args) -> output`` (or ``fn(args, ctx: ToolContext)``) into a tool.
 
@@ -130,6 +135,8 @@ def tool(
         in_doubt: what a resume does with a call of this tool left in doubt by a crash
             (``retry``, ``fail`` or ``skip``); None: the run's ``in_doubt_policy``.
         timeout_s: seconds this tool may run; None: the run's ``tool_timeout_s``.
+        needs_approval: True, or a policy ``(call, ctx) -> bool``: a call waits for a
+            person's decision before it runs (see docs/runtime.md, "Pause for a person").
     """
 
     def wrap(fn: Callable[..., ToolOutput]) -> FunctionTool:
@@ -140,6 +147,7 @@ def tool(
             idempotent=idempotent,
             in_doubt=in_doubt,
             timeout_s=timeout_s,
+            needs_approval=needs_approval,
         )
 
     return wrap

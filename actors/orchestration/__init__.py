@@ -6,6 +6,6 @@ results arrive) · ``loop`` (the model/tool cycle) · ``plan`` (the router's pla
 replies) · ``prompts`` (system prompts, isolation constraints, the role catalogue) ·
 ``team`` (``Team`` and ``Role``: the team definition, ``extends``) · ``roster`` (the
 team as a run uses it, and as it is recorded) · ``output`` (typed output) ·
-``dispatch`` (the primary's built-in ``dispatch`` tool) · ``env`` (what a session's
-actors may use).
+``dispatch`` (the primary's built-in ``dispatch`` tool) · ``approvals`` (tool calls that
+wait for a person) · ``env`` (what a session's actors may use).
 """

@@ -18,7 +18,7 @@ import threading
 import msgspec
 import pykka
 
-from actors.errors import Divergence, RunCancelled, RunInterrupted
+from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
@@ -70,7 +70,9 @@ class Brain(pykka.ThreadingActor):
         )
         timer = _run_timer(env)
         try:
-            return self._execute(run)
+            outcome = self._execute(run)
+            _run_ended(env, outcome)
+            return outcome
         finally:
             if timer is not None:
                 timer.cancel()
@@ -84,6 +86,8 @@ class Brain(pykka.ThreadingActor):
                 return run.execute()
             except RunCancelled as cancelled:
                 return run.cancelled(cancelled)
+            except RunParked as parked:
+                return run.parked(parked)
         except Exception as e:
             if is_replay_stop(e):
                 if env.replay_log is not None:
@@ -142,6 +146,17 @@ class Brain(pykka.ThreadingActor):
             error=safe_text(f"{type(e).__name__}: {e}"),
             active_node_id=tip,
         )
+
+
+def _run_ended(env: SessionEnv, outcome: RunOutcome) -> None:
+    """Tell the application's ``on_run_end`` hook (live only; it changes nothing, so an
+    exception is logged, never recorded: ``run_ended`` is the run's last event)."""
+    if env.hooks is None or not env.live_allowed or outcome.status in ("diverged", "interrupted"):
+        return
+    try:
+        env.hooks.on_run_end(env.session_id, outcome.run_id, outcome.status)
+    except Exception as e:
+        log.warning("hook_failed", hook="on_run_end", error=safe_text(str(e)))
 
 
 def _run_timer(env: SessionEnv) -> threading.Timer | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from actors.errors import UsageError
 from actors.models.calls import CancelScope
@@ -49,6 +50,9 @@ class SessionEnv:
     #: The run's recorded context record (windows, budget, instruction file); None for a
     #: run recorded before clew managed context (docs/context.md). Set by the main run.
     context: ContextRecord | None = None
+    #: The application's hooks (:class:`~actors.orchestration.hooks.Hooks`); None: none.
+    #: Typed ``Any``: the hooks module builds on this one.
+    hooks: Any = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)

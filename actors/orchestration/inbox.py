@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import overload
+from typing import Any, overload
 
 import msgspec
 
@@ -14,11 +14,13 @@ from eventlog.packets import WorkerResult
 
 class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     """What a worker actor hands back: its result, and whether a replay stopped it or an
-    environment failure interrupted it (then ``interrupted`` says why)."""
+    environment failure interrupted it (then ``interrupted`` says why); ``waiting``
+    holds what a parked worker waits for (its run stays open, ``waiting``)."""
 
     result: WorkerResult
     replay_stopped: bool = False
     interrupted: str | None = None
+    waiting: list[Any] | None = None
 
 
 class ResultInbox:

@@ -31,6 +31,7 @@ from actors.models.tools import (
     ToolRegistry,
 )
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import observe
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
@@ -163,6 +164,7 @@ def add_usage(a: Usage, b: Usage) -> Usage:
     )
 
 
+# long: the candidates, their retry and their records read as one loop; split, they scatter
 def call_model(
     env: SessionEnv,
     rec: RunRecorder,
@@ -191,6 +193,7 @@ def call_model(
     last: ModelError | None = None
     attempt = 0
     rec.checkpoint()
+    _before_model(env, rec, ModelRequest(model=chain[0].name, messages=list(messages), role=role))
     for i, model in enumerate(chain):
         request = ModelRequest(
             model=model.name,
@@ -235,6 +238,12 @@ def _usage(responded: ModelResponded, *, role: str, phase: str, task_id: str | N
         call_index=responded.call_index,
         usage=responded.usage,
     )
+
+
+def _before_model(env: SessionEnv, rec: RunRecorder, request: ModelRequest) -> None:
+    """Tell the application's ``before_model`` hook (live; its error is recorded)."""
+    if env.hooks is not None or rec.replaying:
+        observe(rec, env.hooks, "before_model", request)
 
 
 def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:

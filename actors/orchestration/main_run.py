@@ -11,11 +11,13 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import PlanError, RunCancelled
+from actors.errors import PlanError, RunCancelled, RunParked
 from actors.models.tools import ToolRegistry
+from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.compaction import guard_for
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import guardrail, observe
 from actors.orchestration.instructions import support_section
 from actors.orchestration.loop import (
     AgentSpec,
@@ -38,11 +40,13 @@ from eventlog.blocks import ContentBlock, Message, TextBlock
 from eventlog.events import (
     AgentCreated,
     AgentStatusChanged,
+    ClarificationAnswered,
     ClarificationRequested,
     FixIteration,
     PlanRejected,
     RunEnded,
     RunStarted,
+    RunWaiting,
     TodoPlanned,
     Usage,
 )
@@ -56,7 +60,8 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     session_id: str
     run_id: str
-    status: str  # completed | failed | needs_clarification | diverged | interrupted
+    #: completed | failed | cancelled | waiting | needs_clarification | diverged | interrupted
+    status: str
     answer: str = ""
     question: str | None = None
     worker_results: list[WorkerResult] = msgspec.field(default_factory=list)
@@ -65,6 +70,8 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
     #: The primary's validated typed output (an instance of its role's ``output`` model);
     #: None when the primary role has none.
     output: Any = None
+    #: The tool calls waiting for a person's decision (status ``waiting``).
+    pending: list[PendingApproval] = msgspec.field(default_factory=list)
 
 
 def _text(content: list[ContentBlock]) -> str:
@@ -117,11 +124,18 @@ class MainRun:
     def execute(self) -> RunOutcome:
         """Run the flow; return how it ended."""
         conv = self._start()
+        refused = guardrail(self.rec, self.env.hooks, "input_guardrail", self.inputs.prompt)
+        if refused is not None:
+            return self._refused(conv, refused)
         plan, board = self._route(conv)
-        if plan.clarification.required:
-            return self._ask_for_clarification(plan, conv)
+        while plan.clarification.required:
+            answered = self._ask_for_clarification(plan, conv)
+            if isinstance(answered, RunOutcome):
+                return answered
+            # The same run goes on: the router plans again, told the question and answer.
+            plan, board = self._route(conv, answered)
         results = self.pool.run_plan(plan, board)
-        answer = self._primary(plan, board, conv, results)
+        answer = self._guard_output(plan, conv, self._primary(plan, board, conv, results))
         turns, usage = answer.turns, answer.usage
         if plan.review:
             answer, turns, usage = self._review(plan, board, conv, results, answer)
@@ -159,6 +173,62 @@ class MainRun:
             error=e.reason,
             active_node_id=node,
         )
+
+    def parked(self, e: RunParked) -> RunOutcome:
+        """Leave the run open, ``waiting`` (its ``run_waiting`` is recorded); stop the
+        workers' actors (a parked worker's run waits too)."""
+        self.pool.drain()
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="needs_clarification" if e.question else "waiting",
+            question=e.question or None,
+            pending=[p for p in e.pending if isinstance(p, PendingApproval)],
+            active_node_id=self.conv.tip if self.conv is not None else None,
+        )
+
+    def _refused(self, conv: Conversation, reason: str) -> RunOutcome:
+        """The input guardrail refused the prompt: end the run ``refused`` (recorded)."""
+        note = TextBlock(text=f"(the request was refused: {reason})")
+        node = conv.append("assistant", [note], node_type="system_note")
+        self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        self.rec.emit(
+            RunEnded(
+                run_id=self.run_id,
+                status="refused",
+                end_reason="failed",
+                end_node_id=node,
+                outcome={"status": "refused", "reason": reason},
+            )
+        )
+        return RunOutcome(
+            session_id=self.env.session_id,
+            run_id=self.run_id,
+            status="refused",
+            error=reason,
+            active_node_id=node,
+        )
+
+    def _guard_output(self, plan: Plan, conv: Conversation, answer: LoopResult) -> LoopResult:
+        """The output guardrail may reject the primary's answer: it goes into the fix
+        loop (at most ``max_fix_iterations`` times), told why."""
+        for iteration in range(1, self.env.settings.max_fix_iterations + 1):
+            text = _answer_text(answer.content, self._typed(plan))
+            reason = guardrail(self.rec, self.env.hooks, "output_guardrail", text)
+            if reason is None:
+                break
+            self.rec.emit(FixIteration(iteration=iteration, trigger="output_guardrail"))
+            why = f"Your answer was rejected: {reason}\nAnswer again, fixing that."
+            conv.append("user", [TextBlock(text=why)], node_type="child_result")
+            fixed = self._answer(plan, conv, "fix")
+            answer = LoopResult(
+                fixed.content,
+                answer.turns + fixed.turns,
+                add_usage(answer.usage, fixed.usage),
+                fixed.end_reason,
+                fixed.final_node_id,
+            )
+        return answer
 
     # --- the steps, in flow order --------------------------------------------------------
 
@@ -200,10 +270,15 @@ class MainRun:
             context=guard_for(env),
         )
         conv.append("user", [TextBlock(text=self.inputs.prompt)])
+        observe(rec, env.hooks, "on_run_start", env.session_id, self.run_id, self.inputs.prompt)
         return conv
 
-    def _route(self, conv: Conversation) -> tuple[Plan, RunTaskBoard]:
-        """Ask the router for a plan (a bad one falls back to "primary only"); record it."""
+    def _route(
+        self, conv: Conversation, followup: list[Message] | None = None
+    ) -> tuple[Plan, RunTaskBoard]:
+        """Ask the router for a plan (a bad one falls back to "primary only"); record it.
+
+        ``followup``: the clarifying question and its answer, after the request."""
         prompt = self.inputs.prompt
         team = self.env.team
         content, _, _ = call_model(
@@ -211,7 +286,7 @@ class MainRun:
             self.rec,
             role="router",
             phase="route",
-            messages=[Message(role="user", content=[TextBlock(text=prompt)])],
+            messages=[Message(role="user", content=[TextBlock(text=prompt)]), *(followup or [])],
             system=router_system(team),
             settings=team.router_role().settings,
         )
@@ -237,8 +312,16 @@ class MainRun:
         self.roles = {worker_agent_id(self.run_id, w.id): w.role for w in plan.workers}
         return plan, board
 
-    def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome:
-        """The clarification gate: stop before any worker starts, with the question."""
+    def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome | list[Message]:
+        """The clarification gate: wait for an answer before any worker starts.
+
+        Returns the question and the answer (as router messages) once answered. A run
+        recorded before clarifications were waits ended here: re-executed, it ends the
+        same way (its ``agent_status_changed`` follows the question's note).
+
+        Raises:
+            RunParked: the run waits for the answer.
+        """
         c = plan.clarification
         self.rec.emit(
             ClarificationRequested(
@@ -251,6 +334,18 @@ class MainRun:
         for t in plan.todos():
             self._todo(t.id, "blocked", "waiting for clarification")
         node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
+        nxt = self.rec.peek()
+        if nxt is None or not isinstance(nxt.event, AgentStatusChanged):
+            waiting = RunWaiting(run_id=self.run_id, reason="clarification", question=c.question)
+            self.rec.wait_point(waiting, [])
+            answered = self.rec.take_recorded(ClarificationAnswered, lambda _: True)
+            self.rec.go_on(answered is not None, [], c.question)
+            assert answered is not None
+            conv.append("user", [TextBlock(text=answered.answer)])
+            return [
+                Message(role="assistant", content=[TextBlock(text=c.question)]),
+                Message(role="user", content=[TextBlock(text=answered.answer)]),
+            ]
         self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
         self.rec.emit(
             RunEnded(

@@ -10,6 +10,7 @@ here reproduces in a replay.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
 import pykka
@@ -23,7 +24,7 @@ from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS,
 from actors.orchestration.worker import StartWorker, Worker, failed_result
 from actors.replay.recorder import RunRecorder
 from actors.tasks.run_board import RunTaskBoard
-from eventlog.events import HandoffSent, TodoUpdated, WorkerResultReceived
+from eventlog.events import HandoffSent, RunWaiting, TodoUpdated, WorkerResultReceived
 from eventlog.ids import handoff_id, task_of, worker_agent_id
 from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult
 
@@ -50,6 +51,8 @@ class WorkerPool:
         self.request = request
         self.inbox = ResultInbox()
         self.running: dict[str, pykka.ActorRef[Worker]] = {}
+        #: Running workers parked for a person (their actors are done): what each waits for.
+        self.parked: dict[str, list[Any]] = {}
         #: The last recorded status of each todo of the run's plan.
         self.todo_status: dict[str, str] = {}
 
@@ -114,6 +117,7 @@ class WorkerPool:
                 says it stopped here.
         """
         self.rec.checkpoint()
+        self._park_if_stuck()
         expected = self.rec.peek()
         recorded = (
             expected.event.result
@@ -126,6 +130,11 @@ class WorkerPool:
         d = self.inbox.take(wanted, cancel=self.rec.cancel)
         if d is None:  # cancelled while waiting: the workers stop by themselves
             self.rec.stop_here()
+        if d.waiting is not None:
+            # Parked: it keeps its slot (so no dispatch depends on when it parked) and
+            # the pool parks only when no running worker can progress.
+            self.parked[d.result.task_id] = d.waiting
+            return self.receive()
         self._stop(d.result.task_id)
         if d.interrupted is not None:
             raise RunInterrupted(d.interrupted)
@@ -134,6 +143,28 @@ class WorkerPool:
             result = self._after_replay_stop(result, recorded)
         self.rec.emit(WorkerResultReceived(result=result))
         return result
+
+    def _park_if_stuck(self) -> None:
+        """Park the main run when every running worker is parked (nothing can progress).
+
+        Re-executing, a recorded ``run_waiting`` here is where the run parked: past it,
+        the resumed run records ``run_resumed`` and goes on (the workers it waited for
+        now have their decisions).
+
+        Raises:
+            RunParked: the run parks (live), or a replay of a waiting session ends here.
+        """
+        rec = self.rec
+        nxt = rec.peek()
+        if nxt is not None and isinstance(nxt.event, RunWaiting):
+            rec.wait_point(nxt.event, [])
+            rec.go_on(rec.replaying or self.env.live_allowed, [])
+            return
+        if rec.replaying or not self.running or set(self.running) - set(self.parked):
+            return
+        pending = [p for task_id in sorted(self.parked) for p in self.parked[task_id]]
+        ids = [p.tool_call_id for p in pending if hasattr(p, "tool_call_id")]
+        rec.wait_point(RunWaiting(run_id=self.run_id, reason="approval", pending=ids), pending)
 
     def _after_replay_stop(
         self, result: WorkerResult, recorded: WorkerResult | None
@@ -171,6 +202,9 @@ class WorkerPool:
 
     def drain(self) -> None:
         """Wait for running workers (so their runs finish and are recorded), then stop them."""
+        for task_id in list(self.parked):
+            self._stop(task_id)  # delivered already: its run waits, its actor is done
+        self.parked.clear()
         while self.running:
             d = self.inbox.take()
             self._stop(d.result.task_id)

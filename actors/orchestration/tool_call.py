@@ -20,7 +20,9 @@ from actors.models.tools import (
     output_blocks,
     timeout_of,
 )
+from actors.orchestration.approvals import gate
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.hooks import before_tool, observe
 from actors.replay.recorder import RunRecorder
 from eventlog.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
@@ -32,27 +34,43 @@ def run_tool(
     """Run one tool call through the recorder; always return a tool_result block.
 
     ``tools`` is the calling role's allow-list: a call to a tool of the run outside it
-    is refused (a recorded ``tool_failed``); the tool never runs.
+    is refused (a recorded ``tool_failed``); the tool never runs. A call that needs
+    approval waits for a person first (:mod:`actors.orchestration.approvals`).
+
+    Raises:
+        RunParked: the call waits for a person's decision.
     """
     t = tools.get(call.name)
-    started = ToolCallStarted(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        arguments=dict(call.arguments),
-        idempotent=bool(t and t.idempotent),
-    )
     policy = in_doubt_of(t) or env.settings.in_doubt_policy
     rec.checkpoint("tool")
     refused = _not_allowed(env, t, call, role)
+    asked = call
+    if refused is None and t is not None:
+        ctx = _context(env, rec, call, role)
+        hooked = before_tool(rec, env.hooks, call, ctx)
+        gated = gate(env, rec, t, hooked, ctx) if isinstance(hooked, ToolCallBlock) else hooked
+        if isinstance(gated, ToolFailed):
+            refused = gated
+        else:
+            asked = gated
+    started = ToolCallStarted(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        arguments=dict(asked.arguments),
+        idempotent=bool(t and t.idempotent),
+    )
     if refused is not None:
-        outcome = rec.tool_call(started, lambda: refused, policy)
+        denied = refused
+        outcome = rec.tool_call(started, lambda: denied, policy)
     else:
         # The context is built when the tool runs: a resume's re-run has attempt 2.
         timeout = env.settings.tool_timeout_s
         outcome = rec.tool_call(
-            started, lambda: _execute(t, call, _context(env, rec, call, role), timeout), policy
+            started, lambda: _execute(t, asked, _context(env, rec, call, role), timeout), policy
         )
-    return result_block(call, outcome)
+    result = result_block(call, outcome)
+    observe(rec, env.hooks, "after_tool", call, result)
+    return result
 
 
 def result_block(call: ToolCallBlock, outcome: ToolCallFinished | ToolFailed) -> ToolResultBlock:

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pykka
 
-from actors.errors import RunCancelled
+from actors.errors import RunCancelled, RunParked
 from actors.models.calls import CancelScope
 from actors.models.storable import safe_text
 from actors.orchestration.compaction import guard_for
@@ -186,6 +186,10 @@ class Worker(pykka.ThreadingActor):
             return self._work(rec, run_id, conv)
         except RunCancelled as e:
             return self._cancelled(rec, run_id, e, conv.tip if conv is not None else None)
+        except RunParked as e:
+            # The run stays open (waiting): a resume re-executes it to its wait.
+            self._log(run_id).info("worker_waiting", reason=e.reason)
+            return Delivery(result=failed_result(self._handoff, "waiting"), waiting=e.pending)
         except Exception as e:
             if is_replay_stop(e):
                 if self._env.replay_log is not None:
@@ -313,7 +317,7 @@ class Worker(pykka.ThreadingActor):
                 else typed_worker_result(self._handoff, loop.content)
             )
         except Exception as e:
-            if isinstance(e, RunCancelled) or is_replay_stop(e) or interruption(e) is not None:
+            if isinstance(e, RunCancelled | RunParked) or is_replay_stop(e) or interruption(e):
                 raise
             self._log(run_id).warning("worker_failed", error=str(e))
             return self._failed(rec, run_id, e, conv.tip)

@@ -30,7 +30,7 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 3
+INPUTS_VERSION: Final = 4
 #: Fields added after version 1, with the version that added them. A dotted path names
 #: a field of a nested record; ``[]`` a field of each item of a list.
 FIELDS_SINCE: Final[dict[str, int]] = {
@@ -46,6 +46,7 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "settings.instructions_file": 3,
     "settings.instructions_max_bytes": 3,
     "team.summarizer": 3,
+    "settings.approval_required": 4,
 }
 
 
@@ -83,6 +84,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     instructions_file: str | None = "AGENTS.md"
     #: The most of the instruction file a prompt includes, in bytes. Since v3.
     instructions_max_bytes: int = 16 * 1024
+    #: Tools whose every call waits for a person's approval (``*``: every tool). Since v4.
+    approval_required: list[str] = msgspec.field(default_factory=list)
 
 
 class ToolRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,6 +4,7 @@
 managers) · ``session`` (``Session``) · ``runs`` (a new main run) · ``handle`` (a run
 in progress) · ``aio`` (its ``async`` twins: ``arun``, ``astream``) · ``teams`` (a run's
 team and model chains) · ``replayer`` · ``resume`` · ``verify`` · ``follow`` (a
-session's events as they land) · ``faults`` (the crash-test seam) · ``locks`` (session
-ownership) · ``status`` (a session's status, derived from its runs).
+session's events as they land) · ``waiting`` and ``hitl`` (sessions waiting for a
+person) · ``faults`` (the crash-test seam) · ``locks`` (session ownership) · ``status``
+(a session's status, derived from its runs).
 """

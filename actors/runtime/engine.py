@@ -120,6 +120,8 @@ class Engine:
         self._locks: dict[str, SessionLock] = {}
         #: The main runs this engine has in progress (their ``RunHandle``).
         self.runs: set[_RunInProgress] = set()
+        #: The application's hooks every run of this engine calls (``Runtime.hooks``).
+        self.hooks: Any = None
         #: Sessions with a run executing in this engine, on some thread (:meth:`live_run`).
         self._live: set[str] = set()
         self._live_lock = threading.Lock()
@@ -297,6 +299,7 @@ class Engine:
             settings=settings,
             before_tool=self._before_tool,
             artifact_threshold=self.store.artifact_threshold,
+            hooks=kw.pop("hooks", self.hooks),
             **kw,
         )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from actors.errors import NothingToResume, SessionBusy, TaskWalUnavailable
+from actors.errors import SessionBusy, TaskWalUnavailable
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
@@ -21,6 +21,7 @@ from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recording import run_started_of
+from actors.runtime import waiting
 from actors.runtime.engine import Engine
 from actors.runtime.runs import advise
 from actors.runtime.teams import Chains, team_for_replay, team_for_resume
@@ -50,7 +51,8 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     that run's Task WAL (a torn tail is cut and reported in the plan).
 
     Raises:
-        NothingToResume: no interrupted run.
+        NothingToResume: no interrupted (nor waiting) run.
+        StillWaiting: the session's run waits for a decision not made yet.
         SessionBusy: a live process owns the session.
         TaskWalUnavailable: the run's Task WAL is corrupt (a bad line before its end).
     """
@@ -61,7 +63,8 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     interrupted = engine.interrupted_runs(sid)
     pending = [r for r in engine.main_runs(sid) if r in interrupted]
     if not pending:
-        raise NothingToResume(f"session {sid} has no interrupted run")
+        # A run waiting for a person resumes once everything it waits for is decided.
+        pending = [waiting.waiting_run(engine, sid)]
     # Main runs are serial, so only the last one can be interrupted; resuming needs its
     # events and its workers' — not the whole session's log.
     run_id = pending[-1]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actors.errors import NeedsResume, Unencodable, UsageError
+from actors.errors import NeedsResume, SessionWaiting, Unencodable, UsageError
 from actors.models.chains import ModelArg
 from actors.models.storable import check_text
 from actors.models.tools import Tool
@@ -100,6 +100,11 @@ def prepare_run(
         if any(r.status in OPEN_RUN_STATUSES for r in runs):
             raise NeedsResume(
                 f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
+            )
+        if any(r.status == "waiting" for r in runs):
+            raise SessionWaiting(
+                f"session {sid} is waiting for a person; decide (clew pending {sid}),"
+                f" then resume it (clew resume {sid})"
             )
         n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
         inputs = RunInputs(

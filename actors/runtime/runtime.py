@@ -29,6 +29,7 @@ from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
 from actors.runtime.session import Session
@@ -54,7 +55,7 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
     return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
-class Runtime:
+class Runtime(RuntimeWaits):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
     def __init__(

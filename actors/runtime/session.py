@@ -13,13 +13,14 @@ from actors.replay.inputs import RunSettings
 from actors.runtime import aio
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.handle import RunHandle, StreamItem
+from actors.runtime.hitl import SessionWaits
 from actors.runtime.status import SessionInfo
 
 if TYPE_CHECKING:
     from actors.runtime.runtime import Runtime
 
 
-class Session:
+class Session(SessionWaits):
     """A handle on one session of a :class:`Runtime`."""
 
     def __init__(self, runtime: Runtime, session_id: str) -> None:

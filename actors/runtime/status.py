@@ -12,8 +12,9 @@ status                when
 ``new``               no main run yet
 ``running``           a run is open and a live process (this one included) owns the session
 ``interrupted``       a run is open and no live process owns the session: resume it
-``waiting``           the last main run is parked, waiting for a person (``waiting``)
-``completed``         the last main run completed (a clarification question included)
+``waiting``           the last main run is parked for a person (status ``waiting``: an
+                      approval or an answer, ``clew pending``)
+``completed``         the last main run completed
 ``cancelled``         the last main run was cancelled
 ``failed``            the last main run failed (or was aborted)
 ====================  ==================================================================
@@ -54,6 +55,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     events: int
     active_node_id: str | None
+    #: True when its last main run waits for a person (``clew pending``).
+    waiting: bool = False
     all_runs: int = 0
     #: The session row's own status: ``active``, or ``archived``.
     lifecycle: str = "active"
@@ -91,6 +94,7 @@ def session_info(
         runs=sum(1 for r in runs if is_main_run(sid, r.agent_id)),
         events=events,
         active_node_id=row.active_node_id,
+        waiting=status == "waiting",
         all_runs=len(runs),
         lifecycle=row.status,
     )

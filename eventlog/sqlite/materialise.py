@@ -26,7 +26,9 @@ from eventlog.events import (
     Node,
     NodeAppended,
     RunEnded,
+    RunResumed,
     RunStarted,
+    RunWaiting,
     SessionArchived,
     SessionCreated,
 )
@@ -44,6 +46,8 @@ MATERIALISED: Final[frozenset[type]] = frozenset(
         AgentStatusChanged,
         RunStarted,
         RunEnded,
+        RunWaiting,
+        RunResumed,
         ArtifactCreated,
     }
 )
@@ -92,10 +96,8 @@ def materialise(
     """Apply ``event`` (of a type in :data:`MATERIALISED`) to the materialised tables."""
     at = req.created_at
     match event:
-        case NodeAppended(node=node, activate=activate):
-            _insert_node(conn, sid, node, counters.next_node_seq(conn, sid), at)
-            if activate:
-                _set_active_node(conn, sid, node.node_id)
+        case NodeAppended():
+            _append_node(conn, counters, sid, event, at)
         case ActiveNodeSwitched(to_node_id=to_node):
             _set_active_node(conn, sid, to_node)
         case SessionArchived():
@@ -112,10 +114,20 @@ def materialise(
             _insert_run(conn, sid, event, at)
         case RunEnded():
             _end_run(conn, sid, event, at)
+        case RunWaiting() | RunResumed():
+            _set_run_status(conn, sid, event, at)
         case ArtifactCreated():
             _insert_artifact(conn, sid, req, event)
         case _:
             pass
+
+
+def _append_node(
+    conn: apsw.Connection, counters: Counters, sid: str, event: NodeAppended, at: str
+) -> None:
+    _insert_node(conn, sid, event.node, counters.next_node_seq(conn, sid), at)
+    if event.activate:
+        _set_active_node(conn, sid, event.node.node_id)
 
 
 def _set_active_node(conn: apsw.Connection, sid: str, node_id: str) -> None:
@@ -169,6 +181,16 @@ def _insert_run(conn: apsw.Connection, sid: str, event: RunStarted, at: str) -> 
     conn.execute(
         "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL, 0, NULL, NULL, ?, ?, ?)",
         (event.run_id, sid, event.agent_id, event.start_node_id, _json_or_none(meta), at, at),
+    )
+
+
+def _set_run_status(
+    conn: apsw.Connection, sid: str, event: RunWaiting | RunResumed, at: str
+) -> None:
+    """A run parks (``waiting``) or goes on after its wait (``running``)."""
+    conn.execute(
+        "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? AND session_id = ?",
+        ("waiting" if isinstance(event, RunWaiting) else "running", at, event.run_id, sid),
     )
 
 

@@ -19,10 +19,12 @@ from _runtime_helpers import (
     worker,
 )
 
+from actors.errors import AlreadyDecided, StillWaiting
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
 from actors.replay.inputs import RunSettings
 from actors.runtime.runtime import Runtime
+from eventlog.blocks import text_of
 from eventlog.events import (
     AgentCreated,
     ClarificationRequested,
@@ -35,6 +37,7 @@ from eventlog.events import (
     PlanRejected,
     RunEnded,
     RunStarted,
+    RunWaiting,
     TodoPlanned,
     TodoUpdated,
     TokenUsage,
@@ -291,7 +294,7 @@ def test_a_worker_reply_claiming_other_ids_keeps_the_handoffs_ids(
 # --- 8: the clarification gate --------------------------------------------------------------
 
 
-def test_clarification_stops_the_run_before_any_worker_and_blocks_every_todo(
+def test_clarification_parks_the_run_before_any_worker_and_blocks_every_todo(
     rt: Runtime,
 ) -> None:
     clarification = {
@@ -319,9 +322,45 @@ def test_clarification_stops_the_run_before_any_worker_and_blocks_every_todo(
         (t.todo_id, t.status) for t in s.of(TodoUpdated)
     ]
     assert ["w1", "primary", "review"] == [t.id for t in planned.todos]
-    (ended,) = s.of(RunEnded)
-    assert {"status": "needs_clarification"} == ended.outcome
+    assert [] == s.of(RunEnded)  # the run waits, open
+    (waiting,) = s.of(RunWaiting)
+    assert ("clarification", asked.question) == (waiting.reason, waiting.question)
+    assert ["waiting"] == [r.status for r in rt.store.read_runs(s.sid)]
+    assert [] == rt.interrupted_runs(s.sid)
     assert [(1, "router")] == [(m.call_index, m.role) for m in s.of(ModelRequested)]
+
+
+def test_an_answer_continues_the_same_run_and_the_router_plans_again_with_it(
+    rt: Runtime,
+) -> None:
+    ask = {"required": True, "question": "Which platform?"}
+    plan = {"primary_role": "lead", "workers": [worker("w1", "researcher", "Find apps")]}
+    model = scripted(
+        {
+            "role": "router",
+            "replies": [{"json": {"primary_role": "lead", "clarification": ask}}, {"json": plan}],
+        },
+        rule("researcher", {"text": "Three apps."}),
+    )
+    session = rt.new_session()
+    out = session.run(PROMPT, model=model)
+    assert ("needs_clarification", "Which platform?") == (out.status, out.question)
+    with pytest.raises(StillWaiting, match="Which platform"):
+        session.resume_waiting(model=model)
+    session.answer("iOS")
+    with pytest.raises(AlreadyDecided):
+        session.answer("Android")
+    out = session.resume_waiting(model=model)
+    assert ("completed", "The final answer.") == (out.status, out.answer)
+    events = [e for e in rt.store.read_events(session.id)]
+    (run_id,) = {e.run_id for e in events if isinstance(e.event, RunWaiting)}
+    assert f"{session.id}:brain:r1" == run_id  # the same run
+    routed = [e.event for e in events if isinstance(e.event, ModelRequested)][-3]
+    assert "router" == routed.role
+    assert ["Which platform?", "iOS"] == [text_of(m.content) for m in routed.messages[1:]]
+    assert ["completed"] * 2 == [r.status for r in rt.store.read_runs(session.id)]
+    assert rt.replay(session.id).identical
+    assert rt.verify(session.id).ok
 
 
 # --- 9: the model fallback chain ------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""``clew pending``, ``approve``, ``deny``, ``answer``: decide for a waiting session from
+any process; ``clew resume SESSION`` then continues its run."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import msgspec
+import typer
+
+from actors.cli.app import app
+from actors.cli.options import (
+    Home,
+    Json,
+    Project,
+    SessionArg,
+    home_exists,
+    open_runtime,
+    open_session,
+    where_from,
+)
+from actors.cli.output import print_json
+from actors.errors import UsageError
+from actors.orchestration.approvals import Approve, Decision, Deny, Edit
+from actors.runtime.runtime import Runtime
+from actors.runtime.waiting import WaitState
+
+CallArg = Annotated[str, typer.Argument(metavar="CALL", help="the tool call id (clew pending)")]
+
+
+def _state_json(state: WaitState) -> dict[str, Any]:
+    doc: dict[str, Any] = msgspec.to_builtins(state)
+    doc["ready"] = state.ready
+    return doc
+
+
+@app.command()
+def pending(
+    session: Annotated[
+        str | None, typer.Argument(metavar="[SESSION]", help="one session (default: all)")
+    ] = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """List what waiting sessions wait for: tool calls to approve, questions to answer."""
+    where = where_from(home, project)
+    states: list[WaitState] = []
+    if session is not None:
+        with open_session(where, session) as (rt, row):
+            states = rt.waiting(row.session_id)
+    elif home_exists(where):
+        rt = open_runtime(where)
+        try:
+            states = rt.waiting()
+        finally:
+            rt.close()
+    if as_json:
+        print_json({"waiting": [_state_json(s) for s in states]})
+        return
+    if not states:
+        print("no session is waiting" if session is None else f"{session} is not waiting")
+    for s in states:
+        print(f"{s.session_id} ({s.run_id}): waiting for {s.describe()}")
+        for p in s.pending:
+            args = json.dumps(p.arguments, ensure_ascii=False)
+            print(f"  {p.tool_call_id}  {p.tool_name} {args}  [{p.role}] {p.reason}")
+        if s.ready:
+            print(f"  everything is decided: clew resume {s.session_id}")
+
+
+def _decide(
+    session: str, call: str, decision: Decision, home: str | None, project: str | None, js: bool
+) -> None:
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
+        sid = row.session_id
+        rt.decide(sid, call, decision)
+        left = _left(rt, sid)
+    doc = {"session_id": sid, "tool_call_id": call, "decision": msgspec.to_builtins(decision)}
+    if js:
+        print_json({**doc, "still_pending": left})
+    else:
+        then = f"{len(left)} still pending" if left else f"resume it: clew resume {sid}"
+        print(f"{sid}: {call} {type(decision).__name__.lower()}d; {then}")
+
+
+def _left(rt: Runtime, sid: str) -> list[str]:
+    return [p.tool_call_id for p in rt.pending(sid)]
+
+
+@app.command()
+def approve(
+    session: SessionArg,
+    call: CallArg,
+    args: Annotated[
+        str | None,
+        typer.Option("--args", metavar="JSON", help="run the call with these arguments instead"),
+    ] = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Approve a tool call waiting in SESSION (optionally with edited arguments)."""
+    decision: Decision = Approve()
+    if args is not None:
+        try:
+            edited = json.loads(args)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--args is not JSON: {e}") from None
+        if not isinstance(edited, dict):
+            raise UsageError("--args must be a JSON object")
+        decision = Edit(arguments=edited)
+    _decide(session, call, decision, home, project, as_json)
+
+
+@app.command()
+def deny(
+    session: SessionArg,
+    call: CallArg,
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="what the model is told")],
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Deny a tool call waiting in SESSION: the model gets REASON as its error result."""
+    if not reason.strip():
+        raise UsageError("the --reason is empty")
+    _decide(session, call, Deny(reason=reason), home, project, as_json)
+
+
+@app.command()
+def answer(
+    session: SessionArg,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="the answer to the question")],
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Answer the clarifying question SESSION waits on; then clew resume continues it."""
+    where = where_from(home, project)
+    with open_session(where, session) as (rt, row):
+        sid = row.session_id
+        rt.answer(sid, text)
+    if as_json:
+        print_json({"session_id": sid, "answered": True})
+    else:
+        print(f"{sid}: answered; resume it: clew resume {sid}")

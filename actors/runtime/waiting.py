@@ -1,0 +1,235 @@
+"""Sessions waiting for a person: what is pending, recording decisions and answers.
+
+A main run that parked (``run_waiting``: a tool call needs approval, or the router asked
+a clarifying question) stays open with status ``waiting``; the session is neither
+running nor interrupted. Any process may then read what is pending, record a decision
+(``approval_decided``) or an answer (``clarification_answered``) into the waiting run,
+and resume it (:func:`waiting_run` is what ``resume_ready`` falls back on). See
+docs/runtime.md, "Pause for a person".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from actors.errors import (
+    AlreadyDecided,
+    NothingToResume,
+    NotWaiting,
+    StillWaiting,
+    UnknownApproval,
+    UsageError,
+)
+from actors.models.storable import check_storable
+from actors.orchestration.approvals import (
+    Approve,
+    Decision,
+    Deny,
+    Edit,
+    PendingApproval,
+    decided_event,
+    pending_of,
+)
+from actors.runtime.engine import Engine
+from eventlog.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    ClarificationAnswered,
+    Event,
+    RunWaiting,
+)
+from eventlog.ids import brain_agent_id, is_main_run, validate_session_id
+from eventlog.records import AppendRequest
+
+WAITING = "waiting"
+
+
+class WaitState(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session's waiting main run waits for."""
+
+    session_id: str
+    run_id: str
+    #: Approval requests without a decision, in the order they were asked.
+    pending: list[PendingApproval] = msgspec.field(default_factory=list)
+    #: Requests decided but not yet acted on (the run has not resumed past them).
+    decided: list[str] = msgspec.field(default_factory=list)
+    #: The clarifying question waiting for an answer ("" when none).
+    question: str = ""
+    #: True when the question has an answer recorded.
+    answered: bool = False
+
+    @property
+    def ready(self) -> bool:
+        """True when everything the run waits for is decided: it can resume."""
+        return not self.pending and (not self.question or self.answered)
+
+    def describe(self) -> str:
+        """Return one line saying what is still pending."""
+        parts = [
+            f"approval of {p.tool_call_id} ({p.tool_name} {_args(p.arguments)})"
+            for p in self.pending
+        ]
+        if self.question and not self.answered:
+            parts.append(f"an answer to: {self.question}")
+        return "; ".join(parts) or "nothing"
+
+
+def _args(arguments: dict[str, object]) -> str:
+    return msgspec.json.encode(arguments).decode()
+
+
+def wait_state(engine: Engine, session_id: str) -> WaitState | None:
+    """Return what the session's waiting main run waits for; None if none waits.
+
+    Raises:
+        InvalidSessionId, UnknownSession: bad or unknown session.
+    """
+    sid = validate_session_id(session_id)
+    engine.store.read_session(sid)
+    mains = [r for r in engine.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
+    if not mains or mains[-1].status != WAITING:
+        return None
+    run_id = mains[-1].run_id
+    asked: dict[str, PendingApproval] = {}
+    decided: set[str] = set()
+    question, answered = "", False
+    for stored in engine.store.read_runs_under(sid, run_id):
+        match stored.event:
+            case ApprovalRequested() as e:
+                asked[e.tool_call_id] = pending_of(sid, stored.run_id or run_id, e)
+            case ApprovalDecided(tool_call_id=call_id):
+                decided.add(call_id)
+            case RunWaiting(reason="clarification", question=q) if stored.run_id == run_id:
+                question, answered = q, False
+            case ClarificationAnswered():
+                answered = True
+            case _:
+                pass
+    return WaitState(
+        session_id=sid,
+        run_id=run_id,
+        pending=[p for c, p in asked.items() if c not in decided],
+        decided=sorted(decided & set(asked)),
+        question=question,
+        answered=answered,
+    )
+
+
+def waiting_sessions(engine: Engine) -> list[WaitState]:
+    """Return the wait of every session whose last main run waits, oldest first."""
+    out = []
+    for row in engine.store.list_sessions():
+        state = wait_state(engine, row.session_id)
+        if state is not None:
+            out.append(state)
+    return out
+
+
+def waiting_run(engine: Engine, session_id: str) -> str:
+    """Return the session's waiting main run, if everything it waits for is decided.
+
+    Raises:
+        NothingToResume: the session has no waiting (nor interrupted) run.
+        StillWaiting: something is still pending (the message says what).
+    """
+    state = wait_state(engine, session_id)
+    if state is None:
+        raise NothingToResume(f"session {session_id} has no interrupted or waiting run")
+    if not state.ready:
+        raise StillWaiting(
+            f"session {session_id} is still waiting for {state.describe()};"
+            f" decide first (clew pending {session_id})"
+        )
+    return state.run_id
+
+
+def decide(engine: Engine, session_id: str, call_id: str, decision: Decision) -> ApprovalDecided:
+    """Record a person's decision on a pending approval of the session's waiting run.
+
+    Raises:
+        NotWaiting: the session's run is not waiting.
+        UnknownApproval: no request ``call_id`` waits in this session.
+        AlreadyDecided: it was decided already.
+        UsageError: edited arguments the log cannot hold.
+    """
+    if not isinstance(decision, Approve | Deny | Edit):
+        raise UsageError(f"not a decision: {decision!r} (Approve(), Deny(reason), Edit(arguments))")
+    if isinstance(decision, Edit):
+        try:
+            check_storable(decision.arguments, "the edited arguments")
+        except Exception as e:
+            raise UsageError(str(e)) from None
+    event = decided_event(decision, call_id)
+
+    def target(state: WaitState) -> tuple[str, str]:
+        for p in state.pending:
+            if p.tool_call_id == call_id:
+                return p.agent_id, p.run_id
+        if call_id in state.decided:
+            raise AlreadyDecided(f"tool call {call_id} of session {session_id} was decided already")
+        raise UnknownApproval(f"no approval request {call_id} waits in session {session_id}")
+
+    _record(engine, session_id, "decision", target, event)
+    return event
+
+
+def answer(engine: Engine, session_id: str, text: str) -> ClarificationAnswered:
+    """Record the answer to the clarifying question the session's run waits on.
+
+    Raises:
+        NotWaiting: the session's run does not wait for an answer.
+        AlreadyDecided: it was answered already.
+        UsageError: an empty answer, or one that is not valid text.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("the answer is empty")
+    try:
+        check_storable(text, "the answer")
+    except Exception as e:
+        raise UsageError(str(e)) from None
+    event = ClarificationAnswered(answer=text)
+    sid = validate_session_id(session_id)
+
+    def target(state: WaitState) -> tuple[str, str]:
+        if not state.question:
+            raise NotWaiting(f"session {session_id} does not wait for an answer")
+        if state.answered:
+            raise AlreadyDecided(f"the question of session {session_id} was answered already")
+        return brain_agent_id(sid), state.run_id
+
+    _record(engine, session_id, "answer", target, event)
+    return event
+
+
+def _record(
+    engine: Engine,
+    session_id: str,
+    what: str,
+    target: Callable[[WaitState], tuple[str, str]],
+    event: Event,
+) -> None:
+    """Under the session's lock: check the session waits, find the run, append ``event``."""
+    sid = validate_session_id(session_id)
+    engine.refuse_if_read_only(f"recording a {what} for {sid}")
+    engine.store.read_session(sid)
+    held = engine.holds(sid)
+    engine.lock(sid)
+    try:
+        state = wait_state(engine, sid)
+        if state is None:
+            raise NotWaiting(f"session {sid} is not waiting for a {what}")
+        agent_id, run_id = target(state)
+        engine.writer.submit(
+            AppendRequest(
+                session_id=sid,
+                event=event,
+                created_at=engine.clock.now(),
+                agent_id=agent_id,
+                run_id=run_id,
+            )
+        ).get(timeout=120)
+    finally:
+        if not held:
+            engine.unlock(sid)
