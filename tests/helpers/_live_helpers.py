@@ -16,10 +16,11 @@ import pydantic
 from _processes import child_env
 from _runtime_helpers import route, rule, scripted, worker
 
-from actors import ScriptedModel, ToolContext, tool
+from actors import Runtime, ScriptedModel, ToolContext, tool
 from actors.models.protocol import ModelRequest, ModelResponse, StreamItem
 from eventlog.blocks import TextBlock
 from eventlog.errors import ModelError
+from eventlog.events import RunEnded
 
 
 class NoArgs(pydantic.BaseModel):
@@ -132,3 +133,22 @@ def slow_session(home: Path, project: Path, delay_ms: int) -> subprocess.Popen[s
         env=child_env(),
         cwd=project,
     )
+
+
+def ended_well(rt: Runtime, sid: str) -> None:
+    """The session replays identically, verifies, and has no open run."""
+    report = rt.replay(sid)
+    assert report.identical, report.summary()
+    assert rt.verify(sid).ok
+    assert not rt.interrupted_runs(sid)
+    assert all(r.status not in ("running", "pending") for r in rt.store.read_runs(sid))
+
+
+def main_end(rt: Runtime, sid: str, n: int = 1) -> RunEnded:
+    """The ``run_ended`` of the session's ``n``-th main run."""
+    [end] = [
+        e.event
+        for e in rt.store.read_events(sid)
+        if isinstance(e.event, RunEnded) and e.run_id == f"{sid}:brain:r{n}"
+    ]
+    return end

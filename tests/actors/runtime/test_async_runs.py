@@ -15,7 +15,7 @@ import httpx
 import msgspec
 import pytest
 from _async_models import HttpModel, HttpStreamingModel, ModelServer, Ticker, server_thread
-from _live_helpers import three_workers
+from _live_helpers import ended_well, main_end, three_workers
 from _runtime_helpers import route, rule, scripted, worker
 
 from actors import Role, RunSettings, Runtime, StoredEvent, Team, TextDelta, UsageError
@@ -29,14 +29,6 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
     project.mkdir()
     with Runtime(tmp_path / "home", project) as runtime:
         yield runtime
-
-
-def _ended_well(rt: Runtime, sid: str) -> None:
-    """The session replays identically, verifies, and has no open run."""
-    report = rt.replay(sid)
-    assert report.identical, report.summary()
-    assert rt.verify(sid).ok
-    assert not rt.interrupted_runs(sid)
 
 
 def _runs(rt: Runtime, sid: str) -> dict[str, list[str]]:
@@ -57,15 +49,6 @@ def _blanked(e: StoredEvent, sid: str) -> str:
     if isinstance(payload.get("node"), dict):
         payload["node"].pop("token_count", None)  # estimated over text holding the id
     return msgspec.json.encode(payload).decode().replace(sid, "SID")
-
-
-def _main_end(rt: Runtime, sid: str, n: int = 1) -> RunEnded:
-    [end] = [
-        e.event
-        for e in rt.store.read_events(sid)
-        if isinstance(e.event, RunEnded) and e.run_id == f"{sid}:brain:r{n}"
-    ]
-    return end
 
 
 # --- arun -------------------------------------------------------------------------------
@@ -91,7 +74,7 @@ def test_an_async_model_over_http_drives_a_multi_worker_run_and_records_what_a_s
 
     assert "The final answer, from every worker's summary." == answer
     assert {loop_id} == model.loops  # every call ran on the loop the run was started from
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
     # A sync model with the same replies records the very same events, run by run.
     same = rt.new_session()
@@ -121,7 +104,7 @@ def test_the_event_loop_stays_free_while_a_run_runs(rt: Runtime) -> None:
     calls = [e for e in rt.store.read_events(session.id) if isinstance(e.event, ModelResponded)]
     assert 5 == answered == len(calls)  # router, three workers, lead
     assert ticker.count >= 3 * answered
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_an_async_model_in_a_roles_chain_and_a_sync_run_use_the_runtimes_loop(
@@ -137,7 +120,7 @@ def test_an_async_model_in_a_roles_chain_and_a_sync_run_use_the_runtimes_loop(
     assert "completed" == outcome.status
     assert {"clew-async-models"} == lead.threads  # the runtime's own loop thread
     assert 1 == len(lead.loops)
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_an_async_call_past_its_timeout_is_cancelled_and_the_chain_falls_back(
@@ -165,7 +148,7 @@ def test_an_async_call_past_its_timeout_is_cancelled_and_the_chain_falls_back(
         e.event for e in rt.store.read_events(session.id) if isinstance(e.event, ModelFailed)
     ]
     assert ("slow", "ModelTimeout", True) == (failed.model, failed.error_type, failed.will_fallback)
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 # --- astream ----------------------------------------------------------------------------
@@ -205,7 +188,7 @@ def test_astream_yields_the_stored_events_in_seq_order_and_the_streamed_text(
     assert len(texts) >= 4  # three workers and the lead (the router replies in JSON)
     for key, text in texts.items():
         assert text == "".join(getattr(b, "text", "") for b in responded[key].content)
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_handle_astream_and_aresult_watch_a_started_run(rt: Runtime) -> None:
@@ -222,7 +205,7 @@ def test_handle_astream_and_aresult_watch_a_started_run(rt: Runtime) -> None:
         return seen, outcome.status
 
     assert (1, "completed") == asyncio.run(main())
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 # --- cancelling the awaiting task ---------------------------------------------------------
@@ -240,7 +223,7 @@ def test_cancelling_the_task_awaiting_arun_records_the_run_cancelled_first(rt: R
             with pytest.raises(asyncio.CancelledError):
                 await task
             # Recorded before the CancelledError reached us.
-            end = _main_end(rt, session.id)
+            end = main_end(rt, session.id)
             assert ("cancelled", "aborted_streaming") == (end.status, end.end_reason)
             assert {"status": "cancelled", "reason": TASK_CANCELLED, "source": "handle"} == (
                 end.outcome
@@ -251,11 +234,11 @@ def test_cancelling_the_task_awaiting_arun_records_the_run_cancelled_first(rt: R
     model = asyncio.run(main())
     assert model.cancelled.is_set()  # the model call's task was cancelled on the loop
     assert not session.info().interrupted
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
     # A cancelled session takes a new run.
     assert "completed" == session.run("now something else", model=three_workers()).status
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_cancelling_the_task_iterating_astream_cancels_the_run(rt: Runtime) -> None:
@@ -274,13 +257,13 @@ def test_cancelling_the_task_iterating_astream_cancels_the_run(rt: Runtime) -> N
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert "cancelled" == _main_end(rt, session.id).status
+            assert "cancelled" == main_end(rt, session.id).status
         return seen
 
     seen = asyncio.run(main())
     assert "model_requested" == seen[-1]  # the lead's call, never answered
-    assert TASK_CANCELLED == _main_end(rt, session.id).outcome["reason"]
-    _ended_well(rt, session.id)
+    assert TASK_CANCELLED == main_end(rt, session.id).outcome["reason"]
+    ended_well(rt, session.id)
 
 
 def test_closing_astream_before_its_run_ended_cancels_the_run(rt: Runtime) -> None:
@@ -294,11 +277,11 @@ def test_closing_astream_before_its_run_ended_cancels_the_run(rt: Runtime) -> No
                 if isinstance(event, ModelRequested) and event.role == "lead":
                     break
             await items.aclose()
-            end = _main_end(rt, session.id)
+            end = main_end(rt, session.id)
             assert ("cancelled", STREAM_CLOSED) == (end.status, end.outcome["reason"])
 
     asyncio.run(main())
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_arun_refuses_bad_input_at_once_and_writes_nothing(rt: Runtime) -> None:

@@ -19,11 +19,20 @@ from pathlib import Path
 
 import pytest
 from _cli_helpers import count_events
-from _live_helpers import Streaming, calls_tool, slow_session, three_workers, until_cancelled
+from _live_helpers import (
+    NoArgs,
+    Streaming,
+    calls_tool,
+    ended_well,
+    main_end,
+    slow_session,
+    three_workers,
+    until_cancelled,
+)
 from _processes import child_env
 from _runtime_helpers import scripted
 
-from actors import RunSettings, Runtime
+from actors import RunSettings, Runtime, tool
 from actors.errors import NothingToCancel
 from actors.models.protocol import TextDelta
 from eventlog.events import ModelFailed, ModelRequested, ModelResponded, RunCancelling, RunEnded
@@ -36,23 +45,6 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
     project.mkdir()
     with Runtime(tmp_path / "home", project) as runtime:
         yield runtime
-
-
-def _ended_well(rt: Runtime, sid: str) -> None:
-    """The session replays identically, verifies, and has no open run."""
-    assert rt.replay(sid).identical, rt.replay(sid).summary()
-    assert rt.verify(sid).ok
-    assert not rt.interrupted_runs(sid)
-    assert all(r.status not in ("running", "pending") for r in rt.store.read_runs(sid))
-
-
-def _main_end(rt: Runtime, sid: str) -> RunEnded:
-    [end] = [
-        e.event
-        for e in rt.store.read_events(sid)
-        if isinstance(e.event, RunEnded) and e.run_id == f"{sid}:brain:r1"
-    ]
-    return end
 
 
 # --- streaming ---------------------------------------------------------------------------
@@ -93,7 +85,7 @@ def test_a_streamed_run_yields_every_stored_event_in_seq_order_and_the_text_as_i
         at, event = responded[key]
         assert text == "".join(getattr(b, "text", "") for b in event.content)
         assert position[key] < at
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_run_is_start_then_result_and_has_no_stream(rt: Runtime) -> None:
@@ -102,7 +94,7 @@ def test_run_is_start_then_result_and_has_no_stream(rt: Runtime) -> None:
     handle = session.start("again", model=three_workers())
     assert "completed" == handle.result(timeout=60).status
     assert handle.done() and not handle.cancel("too late")
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_a_stream_cut_midway_is_recorded_and_asked_again_as_the_next_attempt(
@@ -132,7 +124,7 @@ def test_a_stream_cut_midway_is_recorded_and_asked_again_as_the_next_attempt(
     pieces = [i for i in items if isinstance(i, TextDelta) and i.call_index == 2]
     assert {1, 2} == {p.attempt for p in pieces}
     assert "".join(p.text for p in pieces if p.attempt == 2) == outcome_text(lead[3])
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def outcome_text(event: ModelResponded) -> str:
@@ -155,7 +147,7 @@ def test_cancelling_from_the_handle_stops_the_workers_and_records_the_run_cancel
 
     assert time.monotonic() - started < 20  # not the workers' 30 s replies
     assert "cancelled" == outcome.status and "the user changed their mind" == outcome.error
-    end = _main_end(rt, session.id)
+    end = main_end(rt, session.id)
     assert ("cancelled", "cancelled") == (end.status, end.end_reason)
     assert {"status": "cancelled", "reason": "the user changed their mind", "source": "handle"} == (
         end.outcome
@@ -170,11 +162,11 @@ def test_cancelling_from_the_handle_stops_the_workers_and_records_the_run_cancel
     # Stopped in their model calls, or before their first one.
     assert {w.end_reason for w in workers} <= {"aborted_streaming", "cancelled"}
     assert not session.info().interrupted
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
     # A cancelled session takes a new run.
     assert "completed" == session.run("now something else", model=three_workers()).status
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_a_tool_is_asked_to_stop_and_its_outcome_is_recorded(rt: Runtime) -> None:
@@ -198,12 +190,12 @@ def test_a_tool_is_asked_to_stop_and_its_outcome_is_recorded(rt: Runtime) -> Non
     results = tool_node.content
     assert 2 == len(results)
     assert "not run: the run was cancelled" in results[1].content[0].text  # type: ignore[union-attr]
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_a_tool_that_ignores_the_cancel_is_abandoned_after_its_grace(rt: Runtime) -> None:
-    @__import__("actors").tool(__import__("_live_helpers").NoArgs, name="stubborn")
-    def stubborn(args: object) -> str:
+    @tool(NoArgs, name="stubborn")
+    def stubborn(args: NoArgs) -> str:
         """Never looks at its context."""
         time.sleep(30)
         return "too late"
@@ -216,7 +208,7 @@ def test_a_tool_that_ignores_the_cancel_is_abandoned_after_its_grace(rt: Runtime
     assert "cancelled" == handle.result().status
     [failed] = [e.event for e in rt.store.read_events(session.id) if e.event_type == "tool_failed"]
     assert "Cancelled" == failed.error_type  # type: ignore[union-attr]
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_cancelling_inside_a_model_call_does_not_wait_for_the_model(rt: Runtime) -> None:
@@ -229,9 +221,9 @@ def test_cancelling_inside_a_model_call_does_not_wait_for_the_model(rt: Runtime)
             handle.cancel("no time")
     assert "cancelled" == handle.result().status
     assert time.monotonic() - started < 30
-    end = _main_end(rt, session.id)
+    end = main_end(rt, session.id)
     assert "aborted_streaming" == end.end_reason
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_cancelling_a_session_with_nothing_running_is_refused(rt: Runtime) -> None:
@@ -259,7 +251,7 @@ def test_a_model_call_past_its_timeout_fails_over_to_the_next_model(rt: Runtime)
         e.event for e in rt.store.read_events(session.id) if isinstance(e.event, ModelFailed)
     ]
     assert ("ModelTimeout", "slow", True) == (failed.error_type, failed.model, failed.will_fallback)
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_a_worker_past_its_timeout_is_cancelled_alone_and_the_run_goes_on(rt: Runtime) -> None:
@@ -273,7 +265,7 @@ def test_a_worker_past_its_timeout_is_cancelled_alone_and_the_run_goes_on(rt: Ru
     assert stops and all((s.source, s.scope) == ("timeout", "worker") for s in stops)
     assert all("worker_timeout_s" in s.reason for s in stops)
     assert {r.status for r in outcome.worker_results} <= {"cancelled", "blocked"}
-    _ended_well(rt, session.id)
+    ended_well(rt, session.id)
 
 
 def test_a_run_past_its_timeout_is_cancelled_with_the_reason(rt: Runtime) -> None:
@@ -282,8 +274,8 @@ def test_a_run_past_its_timeout_is_cancelled_with_the_reason(rt: Runtime) -> Non
         "plan it", model=three_workers(delay_ms=30_000), settings=RunSettings(run_timeout_s=0.5)
     )
     assert "cancelled" == outcome.status and "run_timeout_s" in (outcome.error or "")
-    assert "timeout" == _main_end(rt, session.id).outcome["source"]
-    _ended_well(rt, session.id)
+    assert "timeout" == main_end(rt, session.id).outcome["source"]
+    ended_well(rt, session.id)
 
 
 # --- Ctrl-C and other processes ------------------------------------------------------------
@@ -297,33 +289,36 @@ def _wait_for_events(home: Path, sid: str, n: int, child: object) -> None:
         time.sleep(0.02)
 
 
-def test_ctrl_c_in_an_embedding_process_cancels_its_run_durably(tmp_path: Path) -> None:
+def _slow_session_going(
+    tmp_path: Path, delay_ms: int, events: int
+) -> tuple[Path, Path, subprocess.Popen[str], str]:
+    """Start a process running a slow session; return once it committed ``events``."""
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
-    child = slow_session(home, project, 1000)
+    child = slow_session(home, project, delay_ms)
     assert child.stdout is not None
     sid = child.stdout.readline().strip()
-    _wait_for_events(home, sid, 6, child)
+    _wait_for_events(home, sid, events, child)
+    return home, project, child, sid
+
+
+def test_ctrl_c_in_an_embedding_process_cancels_its_run_durably(tmp_path: Path) -> None:
+    home, project, child, sid = _slow_session_going(tmp_path, 1000, 6)
     child.send_signal(signal.SIGINT)
     sent = time.monotonic()
     out, err = child.communicate(timeout=60)
     assert time.monotonic() - sent < 2.0, err
     assert (130, "interrupted") == (child.returncode, out.strip().splitlines()[-1]), err
     with Runtime(home, project) as rt:
-        end = _main_end(rt, sid)
+        end = main_end(rt, sid)
         assert ("cancelled", "interrupt") == (end.status, end.outcome["source"])
-        _ended_well(rt, sid)
+        ended_well(rt, sid)
 
 
 def test_clew_cancel_from_another_process_stops_the_owner_within_a_second(
     tmp_path: Path,
 ) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    child = slow_session(home, project, 1000)
-    assert child.stdout is not None
-    sid = child.stdout.readline().strip()
-    _wait_for_events(home, sid, 6, child)
+    home, project, child, sid = _slow_session_going(tmp_path, 1000, 6)
     where = ["--home", str(home), "--project", str(project)]
     cancel = subprocess.run(
         [sys.executable, "-m", "actors", "cancel", sid, "--reason", "stop now", "--json", *where],
@@ -340,28 +335,23 @@ def test_clew_cancel_from_another_process_stops_the_owner_within_a_second(
     out, _ = child.communicate(timeout=60)
     assert "outcome cancelled stop now" == out.strip().splitlines()[-1]
     with Runtime(home, project) as rt:
-        assert "external" == _main_end(rt, sid).outcome["source"]
-        _ended_well(rt, sid)
+        assert "external" == main_end(rt, sid).outcome["source"]
+        ended_well(rt, sid)
 
 
 def test_cancelling_a_session_a_crash_interrupted_records_it_cancelled_without_a_model(
     tmp_path: Path,
 ) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    child = slow_session(home, project, 300)
-    assert child.stdout is not None
-    sid = child.stdout.readline().strip()
-    _wait_for_events(home, sid, 12, child)
+    home, project, child, sid = _slow_session_going(tmp_path, 300, 12)
     child.kill()
     child.communicate(timeout=30)
     with Runtime(home, project) as rt:
         assert rt.interrupted_runs(sid)
         report = rt.cancel(sid, "abandoned after the crash")
         assert ("cancelled", f"{sid}:brain:r1") == (report.status, report.run_id)
-        end = _main_end(rt, sid)
+        end = main_end(rt, sid)
         assert ("cancelled", "external") == (end.status, end.outcome["source"])
         requests = [e for e in rt.store.read_events(sid) if e.event_type == "model_requested"]
         responses = [e for e in rt.store.read_events(sid) if e.event_type == "model_responded"]
         assert len(requests) - len(responses) <= 3  # no call asked again, none answered anew
-        _ended_well(rt, sid)
+        ended_well(rt, sid)
