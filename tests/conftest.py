@@ -25,3 +25,21 @@ def _logging_as_a_fresh_process_has_it() -> Iterator[None]:
     yield
     structlog.reset_defaults()
     set_output(None)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The URL of a real PostgreSQL server (``tests/helpers/_postgres.py`` says which)."""
+    from _postgres import server_url  # noqa: PLC0415 - only PostgreSQL tests pay for it
+
+    return server_url()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    from _postgres import drop_database, fresh_database  # noqa: PLC0415
+
+    url = fresh_database(pg_server)
+    yield url
+    drop_database(pg_server, url)
