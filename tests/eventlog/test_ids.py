@@ -15,12 +15,17 @@ from eventlog.clock import ManualClock, SystemClock
 from eventlog.errors import ClewError, InvalidSessionId
 from eventlog.ids import (
     MAX_SESSION_ID_LEN,
+    MAX_TASK_NAME_LEN,
     SESSION_ID_RE,
     DerivedIds,
+    main_run_of,
     seed_for,
     stable_hash,
+    task_name,
+    unique_task_name,
     validate_session_id,
 )
+from eventlog.taskwal import validate_wal_name
 
 BAD_SESSION_IDS: list[object] = [
     "../x",
@@ -130,3 +135,39 @@ def test_stable_hash_and_seed_are_deterministic() -> None:
     assert 16 == len(stable_hash(b"abc"))
     assert seed_for("s:a1:r1") == seed_for("s:a1:r1")
     assert seed_for("s:a1:r1") != seed_for("s:a1:r2")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Fix the login bug!", "fix-the-login-bug"),
+        ("  --Ünïcode & spaces--  ", "n-code-spaces"),
+        ("snake_case_kept", "snake_case_kept"),
+        ("!!!", "plan"),
+        ("", "plan"),
+    ],
+)
+def test_a_task_name_is_the_text_sanitised(text: str, expected: str) -> None:
+    assert expected == task_name(text)
+
+
+@given(st.text(max_size=300))
+def test_every_task_name_is_a_valid_wal_name_even_with_a_suffix(text: str) -> None:
+    name = unique_task_name(task_name(text), {task_name(text)})
+    assert len(task_name(text)) <= MAX_TASK_NAME_LEN
+    assert name == validate_wal_name(name)
+
+
+def test_a_taken_task_name_gets_the_first_free_number() -> None:
+    assert ("a", "a-2", "a-3") == (
+        unique_task_name("a", set()),
+        unique_task_name("a", {"a"}),
+        unique_task_name("a", {"a", "a-2"}),
+    )
+
+
+def test_a_worker_run_belongs_to_its_main_run() -> None:
+    assert ("s:brain:r2", "s:brain:r2") == (
+        main_run_of("s:brain:r2/w1:r1"),
+        main_run_of("s:brain:r2"),
+    )
