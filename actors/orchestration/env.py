@@ -10,7 +10,7 @@ from actors.errors import UsageError
 from actors.models.protocol import Model
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
-from actors.replay.inputs import RunSettings
+from actors.replay.inputs import FLOW, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
@@ -40,6 +40,8 @@ class SessionEnv:
     artifact_threshold: int = 16 * 1024
     #: The run's team; None: the default team over ``tools``.
     roster: Roster | None = None
+    #: The orchestration flow of the main run (its recorded ``RunInputs.flow``).
+    flow: int = FLOW
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)

@@ -17,6 +17,8 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     result: WorkerResult
     replay_stopped: bool = False
     interrupted: str | None = None
+    #: The worker's last node (where a later worker of its role may continue its tree).
+    tip: str | None = None
 
 
 class ResultInbox:

@@ -21,6 +21,7 @@ import pydantic
 from actors.errors import TeamError
 from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool, ToolRegistry
+from actors.orchestration.checks import Check, check_names
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import find_cycle
 from actors.orchestration.roster import DISPATCH, ROUTER, ResolvedRole, Roster
@@ -70,6 +71,9 @@ class Team:
     router: Role | None = None
     #: Tools every role may call, on top of its own.
     tools: Sequence[Tool] = field(default=())
+    #: Run on the primary's answer (and after each fix); a failure starts a fix with
+    #: trigger ``checks_failed``.
+    checks: Sequence[Check] = field(default=())
 
 
 #: Turns a spec string into a model (given by the runtime, which knows the environment).
@@ -93,6 +97,7 @@ def resolve(
         _join(union, t)
     if team is None:
         return Roster(tools=union), {}
+    check_names(team.checks)
     flat = _flatten(team.roles)
     chains: dict[str, list[Model]] = {}
     roles: dict[str, ResolvedRole] = {}
@@ -117,6 +122,7 @@ def resolve(
         primary=team.primary,
         reviewer=team.reviewer,
         router=router,
+        checks=tuple(team.checks),
     )
     return roster, chains
 

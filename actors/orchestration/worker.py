@@ -3,8 +3,10 @@
 A worker is built from its ``HandoffPacket``, the original request and the prior
 results the Brain chose to pass — nothing else is reachable from it. It has its
 own agent row, its own run and its own branch of nodes (a new root: no parent
-in the Brain's tree, so no Brain transcript can leak into its context). It
-replies with a ``WorkerResult`` put into the Brain's :class:`ResultInbox`.
+in the Brain's tree, so no Brain transcript can leak into its context) — or, when the
+plan says ``continue: true`` (flow 2), a new branch on the context tree of an earlier
+worker of its role, at that worker's last node. It replies with a ``WorkerResult`` put
+into the Brain's :class:`ResultInbox`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from eventlog.events import (
     AgentStatusChanged,
     RunEnded,
     RunStarted,
+    Usage,
     WorkerFailed,
 )
 from eventlog.ids import agent_run_id
 from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
+from projections.context import build_context
 
 log = structlog.get_logger("clew.worker")
 
@@ -77,6 +81,7 @@ class Worker(pykka.ThreadingActor):
         brain_agent_id: str,
         brain_run_id: str,
         purpose: str = "worker",
+        continue_from: str | None = None,
     ) -> None:
         super().__init__()
         self._env = env
@@ -87,6 +92,7 @@ class Worker(pykka.ThreadingActor):
         self._brain_agent_id = brain_agent_id
         self._brain_run_id = brain_run_id
         self._purpose = purpose
+        self._continue_from = continue_from
         self._delivered = False
         #: Set once ``run_started`` is recorded: from then on a failure ends the run.
         self._started = False
@@ -146,10 +152,11 @@ class Worker(pykka.ThreadingActor):
                 status="failed",
                 end_reason="failed",
                 end_node_id=end_node_id,
+                usage=rec.usage if self._env.flow >= 2 else Usage(),
                 error={"type": error_type, "message": message},
             )
         )
-        return Delivery(result=result)
+        return Delivery(result=result, tip=end_node_id)
 
     def _run(self) -> Delivery:
         agent_id = self._handoff.task.id
@@ -195,6 +202,7 @@ class Worker(pykka.ThreadingActor):
                 created_by_run_id=self._brain_run_id,
                 role=task.agent_role,
                 purpose=self._purpose,
+                fork_from_node_id=self._continue_from,
             )
         )
         rec.emit(
@@ -210,9 +218,14 @@ class Worker(pykka.ThreadingActor):
         rec.emit(AgentStatusChanged(agent_id=task.id, status="running"))
 
     def _conversation(self, rec: RunRecorder) -> Conversation:
-        """Return the worker's own branch (a new root), opened with its task prompt."""
+        """Return the worker's own branch, opened with its task prompt: a new root, or a
+        new branch at the node it continues (its path is the worker's history)."""
         task = self._handoff.task
-        conv = Conversation(rec, parent_id=None, activate=False)
+        env, parent = self._env, self._continue_from
+        history = (
+            build_context(env.store.read_active_path(env.session_id, parent)) if parent else []
+        )
+        conv = Conversation(rec, parent_id=parent, history=history, activate=False)
         conv.append(
             "user",
             [TextBlock(text=worker_prompt(self._request, self._handoff, self._prior))],
@@ -268,7 +281,7 @@ class Worker(pykka.ThreadingActor):
                 end_reason=loop.end_reason,
                 end_node_id=loop.final_node_id,
                 turn_count=loop.turns,
-                usage=loop.usage,
+                usage=rec.usage if env.flow >= 2 else loop.usage,
             )
         )
-        return Delivery(result=result)
+        return Delivery(result=result, tip=loop.final_node_id)
