@@ -10,9 +10,11 @@ the scripted model, providers) · ``cli/`` (the ``clew`` command) · ``errors`` 
 """
 
 from actors.errors import (
+    ArchivedSession,
     Divergence,
     NeedsResume,
     NothingToResume,
+    NothingToRetry,
     OutputInvalid,
     ProjectDirGone,
     ProviderConfigError,
@@ -31,6 +33,7 @@ from actors.models.tools import (
     ToolRegistry,
     tool,
 )
+from actors.orchestration.checks import Check
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
@@ -71,8 +74,10 @@ from eventlog.packets import (
 
 __all__ = [
     "AgentTaskContext",
+    "ArchivedSession",
     "ArtifactRefBlock",
     "BrainTaskContext",
+    "Check",
     "ClewError",
     "ContentBlock",
     "ContextRef",
@@ -93,6 +98,7 @@ __all__ = [
     "ModelSettings",
     "NeedsResume",
     "NothingToResume",
+    "NothingToRetry",
     "OutputInvalid",
     "ProjectDirGone",
     "ProviderConfigError",

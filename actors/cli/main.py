@@ -14,14 +14,14 @@ from pathlib import Path
 import typer
 
 # The command modules register their commands on the app when imported.
-from actors.cli import check_commands, read_commands, run_commands
+from actors.cli import check_commands, read_commands, run_commands, session_commands
 from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
 from actors.cli.output import error_line, on_interrupt, usage_error
 from eventlog.errors import ClewError, Refused
 
-COMMAND_MODULES = (run_commands, read_commands, check_commands)
+COMMAND_MODULES = (run_commands, read_commands, check_commands, session_commands)
 
 
 def main(argv: list[str] | None = None) -> int:

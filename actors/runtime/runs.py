@@ -13,7 +13,8 @@ from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunInputs, RunSettings, tool_records
+from actors.replay.inputs import FLOW, RunInputs, RunSettings, tool_records
+from actors.runtime.archive import refuse_if_archived
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.teams import team_for_run
 from eventlog.errors import ClewError
@@ -80,6 +81,7 @@ def run_session(
     engine.lock(sid)
     try:
         row = engine.store.read_session(sid)
+        refuse_if_archived(row, "a new run")
         runs = engine.store.read_runs(sid)
         if any(r.status in OPEN_RUN_STATUSES for r in runs):
             raise NeedsResume(
@@ -95,6 +97,7 @@ def run_session(
             tools=tool_records(roster.tools),
             settings=settings,
             team=roster.record(),
+            flow=FLOW,
         ).in_oldest_version()
         request = RunRequest(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
