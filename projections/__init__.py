@@ -1,4 +1,4 @@
-"""Pure folds over clew events: node tree, boards, timeline, usage, context building.
+"""Pure folds over clew events: node tree, boards, timeline, usage, a run's todos, context.
 
 Every projection has a ``fold(state, stored_event) -> state`` and a ``rebuild(events)``
 with ``rebuild(all) == fold after each event``. Nothing here writes or starts an actor;

@@ -2,6 +2,6 @@
 
 ``runtime`` (the facade and ``Session``) · ``engine`` (store, writer, locks, task
 managers) · ``runs`` (a new main run) · ``teams`` (a run's team and model chains) ·
-``replayer`` · ``resume`` · ``verify`` · ``faults`` (the crash-test seam) · ``locks``
-(session ownership).
+``replayer`` · ``resume`` · ``retry`` (a failed run's new attempt) · ``archive`` ·
+``verify`` · ``faults`` (the crash-test seam) · ``locks`` (session ownership).
 """

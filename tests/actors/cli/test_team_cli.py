@@ -110,7 +110,7 @@ def test_run_with_a_team_file_records_the_team_and_prints_the_typed_output(
     assert inputs.team is not None
     assert ["researcher", "writer", "critic"] == [r.name for r in inputs.team.roles]
     assert inputs.team.router is not None
-    assert ("Prefer one worker.", 2) == (inputs.team.router.instructions, inputs.inputs_version)
+    assert ("Prefer one worker.", 3) == (inputs.team.router.instructions, inputs.inputs_version)
     assert 0 == invoke(empty, "replay", doc["session_id"]).code
 
 
@@ -254,4 +254,5 @@ def test_demo_records_no_team_so_its_events_are_those_of_a_run_without_one(
         for r in rows
         if r["event_type"] == RunStarted.__struct_config__.tag and r["run_id"].endswith(":brain:r1")
     ]
-    assert "team" not in main and "inputs_version" not in main
+    # No team recorded: the default team (its version is flow 2's, 3, like any new run's).
+    assert (None, 3) == (main["team"], main["inputs_version"])

@@ -107,6 +107,11 @@ def test_the_primary_waits_after_every_worker_and_the_review_after_the_primary(
     [planned] = s.of(TodoPlanned)
     edges = {t.id: (t.deps, t.after) for t in planned.todos}
     assert (([], ["w1", "w2"]), (["primary"], [])) == (edges["primary"], edges["review"])
+    # The Task WAL holds the same edges: after a crash, `clew tasks` shows the primary
+    # pending until every worker settled, never ready too early.
+    [wal] = rt.wal_names(s.sid)
+    dag = rt.task_manager(s.sid).snapshot(wal).get()
+    assert (("w1", "w2"), ("primary",)) == (dag.get("primary").after, dag.get("review").deps)
 
 
 # --- item 3: no review when the primary is the review role -----------------------------------

@@ -40,7 +40,6 @@ from eventlog.events import (
     TokenUsage,
     WorkerResultReceived,
 )
-from eventlog.ids import wal_name_for
 
 PROMPT = "Compare three note-taking apps and recommend one."
 
@@ -227,7 +226,8 @@ def test_a_failed_upstream_blocks_its_dependents_which_never_run(
     assert [s.worker_run("w1")] == s.worker_runs()
     blocked = [t.todo_id for t in s.of(TodoUpdated) if t.status == "blocked"]
     assert ["w2", "w3"] == blocked
-    dag = rt.task_manager(s.sid).snapshot(wal_name_for(s.brain_run)).get()
+    [wal] = rt.wal_names(s.sid)
+    dag = rt.task_manager(s.sid).snapshot(wal).get()
     assert ("failed", "blocked", "blocked") == tuple(dag.status(t) for t in ("w1", "w2", "w3"))
     primary_input = s.model_inputs(s.brain_run)[-1]
     assert f"{s.ctx('w2')} [sink] blocked" in primary_input
@@ -320,7 +320,9 @@ def test_clarification_stops_the_run_before_any_worker_and_blocks_every_todo(
     ]
     assert ["w1", "primary", "review"] == [t.id for t in planned.todos]
     (ended,) = s.of(RunEnded)
-    assert {"status": "needs_clarification"} == ended.outcome
+    assert {"status": "needs_clarification", "question": "Which platform: iOS or Android?"} == (
+        ended.outcome
+    )
     assert [(1, "router")] == [(m.call_index, m.role) for m in s.of(ModelRequested)]
 
 
@@ -562,8 +564,9 @@ def test_a_main_run_writes_the_events_docs_runtime_md_lists_in_order(rt: Runtime
     model_call = ["model_requested", "model_responded", "token_usage", "node_appended"]
     assert [
         "run_started", "agent_created", "agent_status_changed", "node_appended",
-        *model_call, "todo_planned",
+        *model_call, "todo_planned", "node_appended",  # the task board (flow 2)
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
+        "node_appended",  # the task board after the pool (flow 2)
         "todo_updated", "node_appended", *model_call, "todo_updated",
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
         "agent_status_changed", "run_ended",
