@@ -14,6 +14,7 @@ an error of the run: it is not the source of truth.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -42,30 +43,40 @@ def plan_path(project_dir: str | os.PathLike[str], session_id: str, name: str) -
 def write_plan_file(project_dir: Path, session_id: str, name: str, text: str) -> Path | None:
     """Replace the plan file ``name`` of the session with ``text``; return its path.
 
-    Returns None (and logs a warning) when the file cannot be written.
+    Returns None when the file cannot be written (logged at ``info``: the file is
+    derived, so its absence is never a problem of the run — and a full disk, say, is
+    reported once, by the run's own interruption).
     """
     path = plan_dir(project_dir, session_id) / f"{name}{PLAN_SUFFIX}"
-    tmp = f".{path.name}.tmp"
     try:
         validate_wal_name(name)
         fd = open_dir_under(Path(project_dir), path.parent, create=True)
         assert fd is not None  # create=True: made when missing
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-            out = os.open(tmp, flags, PRIVATE_FILE_MODE, dir_fd=fd)
-            try:
-                os.fchmod(out, PRIVATE_FILE_MODE)
-                view = memoryview(text.encode())
-                while view:
-                    view = view[os.write(out, view) :]
-            finally:
-                os.close(out)
-            os.replace(tmp, path.name, src_dir_fd=fd, dst_dir_fd=fd)
+            _replace(fd, path.name, text.encode())
         finally:
             os.close(fd)
     except (OSError, ClewError) as e:
-        log.bind(session_id=session_id).warning(
-            "plan_file_not_written", path=str(path), error=str(e)
-        )
+        log.bind(session_id=session_id).info("plan_file_not_written", path=str(path), error=str(e))
         return None
     return path
+
+
+def _replace(dir_fd: int, name: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file in ``dir_fd`` and rename it over ``name``."""
+    tmp = f".{name}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    out = os.open(tmp, flags, PRIVATE_FILE_MODE, dir_fd=dir_fd)
+    try:
+        try:
+            os.fchmod(out, PRIVATE_FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)  # no half plan left behind
+        raise
