@@ -12,10 +12,12 @@ spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 
 from actors.errors import (
     AlreadyDecided,
+    ArchivedSession,
     Divergence,
     NeedsResume,
     NothingToCancel,
     NothingToResume,
+    NothingToRetry,
     NotWaiting,
     OutputInvalid,
     ProjectDirGone,
@@ -49,6 +51,7 @@ from actors.models.tools import (
     tool,
 )
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit, PendingApproval
+from actors.orchestration.checks import Check
 from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
@@ -99,11 +102,13 @@ __all__ = [
     "Allow",
     "AlreadyDecided",
     "Approve",
+    "ArchivedSession",
     "ArtifactRefBlock",
     "AsyncModel",
     "AsyncStreamingModel",
     "BrainTaskContext",
     "CancelReport",
+    "Check",
     "ClewError",
     "ContentBlock",
     "ContextRef",
@@ -130,6 +135,7 @@ __all__ = [
     "NotWaiting",
     "NothingToCancel",
     "NothingToResume",
+    "NothingToRetry",
     "OutputInvalid",
     "PendingApproval",
     "ProjectDirGone",

@@ -41,6 +41,7 @@ def demo_script(workers: int = 3, delay_ms: int = 0) -> dict[str, Any]:
             "replies": [
                 {
                     "json": {
+                        "task_name": "notes-app-plan",
                         "primary_role": "lead",
                         "workers": plan_workers,
                         "review": True,

@@ -192,3 +192,12 @@ class ToolAborted(ToolError):
     def __init__(self, error_type: str, message: str) -> None:
         super().__init__(message)
         self.error_type = error_type
+
+
+class ArchivedSession(Refused):
+    """The session is archived: it stays readable, and refuses every write (a run, a
+    retry, a resume, a switch of its active node)."""
+
+
+class NothingToRetry(Refused):
+    """The session's last main run did not fail: there is nothing to retry."""

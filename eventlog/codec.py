@@ -130,3 +130,36 @@ def _token_usage_v1(p: Payload) -> Payload:
         "cache_write_tokens": p.pop("cache_write_tokens", 0),
     }
     return p
+
+
+#: ``run_ended`` v1 statuses no clew ever wrote, and what v2 reads them as.
+_V1_RUN_END_STATUS = {
+    "aborted": "cancelled",
+    "queued": "failed",
+    "pending": "failed",
+    "running": "failed",
+}
+
+
+@upcaster("run_ended", 1)
+def _run_ended_v1(p: Payload) -> Payload:
+    """v1's ``status`` allowed every run status; v2 only the end statuses.
+
+    No clew wrote ``queued``, ``pending``, ``running`` or ``aborted`` there: a payload
+    that holds one (written by hand or another tool) reads as ``cancelled`` (aborted) or
+    ``failed``, the original kept in ``outcome["v1_status"]``.
+    """
+    status = p.get("status")
+    if isinstance(status, str) and status in _V1_RUN_END_STATUS:
+        p["status"] = _V1_RUN_END_STATUS[status]
+        p["outcome"] = {**(p.get("outcome") or {}), "v1_status": status}
+    return p
+
+
+@upcaster("agent_created", 1)
+def _agent_created_v1(p: Payload) -> Payload:
+    """v1 allowed the agent type ``main``, which no clew wrote (the Brain is always the
+    ``orchestrator``); v2 reads it as ``orchestrator``."""
+    if p.get("agent_type") == "main":
+        p["agent_type"] = "orchestrator"
+    return p

@@ -19,17 +19,13 @@ from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]
 AgentStatus = Literal["idle", "running", "completed", "failed", "cancelled"]
-RunStatus = Literal[
-    "queued",
-    "pending",
-    "running",
-    "completed",
-    "failed",
-    "aborted",
-    "cancelled",
-    "waiting",
-    "refused",
-]
+#: A run's status column: ``running`` from ``run_started``, ``waiting`` while it waits for
+#: a person (``run_waiting``), then how ``run_ended`` ended it.
+RunStatus = Literal["running", "completed", "failed", "cancelled", "waiting", "refused"]
+#: How a run ended (``run_ended.status``; v1 also allowed the never-produced ``queued``,
+#: ``pending``, ``running`` and ``aborted``: its upcaster maps them, see ``codec``).
+#: ``refused``: the input guardrail refused the prompt.
+RunEndStatus = Literal["completed", "failed", "cancelled", "refused"]
 EndReason = Literal[
     "completed",
     "max_turns",
@@ -45,7 +41,9 @@ EndReason = Literal[
 CancelSource = Literal["handle", "interrupt", "external", "timeout"]
 #: What the run was doing when it noticed: between steps, in a model call, in a tool call.
 CancelPhase = Literal["", "model", "tool"]
-AgentType = Literal["main", "orchestrator", "sub", "fork"]
+#: ``orchestrator``: a session's Brain; ``sub``: a worker; ``fork``: produced by forks (#18).
+#: (v1 also allowed ``main``, never produced: clew always runs in orchestrator mode.)
+AgentType = Literal["orchestrator", "sub", "fork"]
 NodeRole = Literal["user", "assistant", "tool", "system"]
 NodeType = Literal[
     "message",
@@ -99,6 +97,15 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
+    def plus(self, other: Usage) -> Usage:
+        """Return the sum of this usage and ``other``."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
 
 class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One checkable item of a routed plan."""
@@ -106,7 +113,11 @@ class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     id: str
     title: str
     owner_role: str
+    #: Must complete before this one starts (a failed one blocks it).
     deps: list[str] = msgspec.field(default_factory=list)
+    #: Must have settled (completed, failed or blocked) before this one starts; a failure
+    #: does not block it: the primary waits for every worker this way, and reports failures.
+    after: list[str] = msgspec.field(default_factory=list)
 
 
 # --- sessions, agents, runs -------------------------------------------------------------
@@ -125,6 +136,9 @@ class SessionArchived(_Event, frozen=True, kw_only=True, tag="session_archived")
 
 
 class AgentCreated(_Event, frozen=True, kw_only=True, tag="agent_created"):
+    """An agent joined the session. v2 dropped the never-produced agent type ``main``."""
+
+    schema_version: int = 2
     agent_id: str
     agent_type: AgentType
     parent_agent_id: str | None = None
@@ -152,8 +166,15 @@ class RunStarted(_Event, frozen=True, kw_only=True, tag="run_started"):
 
 
 class RunEnded(_Event, frozen=True, kw_only=True, tag="run_ended"):
+    """A run ended; always its last event. v2 narrowed ``status`` to the end statuses.
+
+    ``outcome`` of a main run: ``status`` (``completed``/``needs_clarification``) and,
+    since flow 2, the final answer as ``summary`` and the worker results (``workers``).
+    """
+
+    schema_version: int = 2
     run_id: str
-    status: RunStatus
+    status: RunEndStatus
     end_reason: EndReason
     end_node_id: str | None = None
     turn_count: int = 0
@@ -310,10 +331,16 @@ class ClarificationRequested(_Event, frozen=True, kw_only=True, tag="clarificati
 
 
 class TodoPlanned(_Event, frozen=True, kw_only=True, tag="todo_planned"):
-    """The routed plan's todos and the Brain's orchestration context (seed: context_plan)."""
+    """The routed plan's todos and the Brain's orchestration context (seed: context_plan).
+
+    ``task_name``: the plan's task name (the router's choice, sanitised and unique in the
+    session); its Task WAL is ``<task_name>.wal.jsonl``. Empty in runs recorded before
+    it: their WAL is named after the run id (``eventlog.ids.wal_name_for``).
+    """
 
     todos: list[Todo]
     context: BrainTaskContext | None = None
+    task_name: str = ""
 
 
 class TodoUpdated(_Event, frozen=True, kw_only=True, tag="todo_updated"):

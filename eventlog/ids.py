@@ -20,7 +20,9 @@ The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task 
     artifact           art_<sha256(<sid>:<content sha256>)[:24]>
     review task        review, review-2, review-3 …
     dispatched task    dispatch-1, dispatch-2 …    (the primary's dispatch calls, in order)
-    Task WAL name      the main run id with ':' and '/' turned into '_'
+    Task WAL name      the plan's task name: the router's, sanitised (``task_name``), made
+                       unique with ``-2``, ``-3`` …; before flow 2, the main run id with
+                       ':' and '/' turned into '_' (``wal_name_for``)
 """
 
 from __future__ import annotations
@@ -152,8 +154,40 @@ def event_id(session_id: str, run_id: str | None, run_seq: int | None, seq: int)
 
 
 def wal_name_for(run_id: str) -> str:
-    """Return the Task WAL name of a main run (WAL names allow only ``[a-zA-Z0-9_-]``)."""
+    """Return the Task WAL name of a main run recorded before flow 2 (named after its id;
+    WAL names allow only ``[a-zA-Z0-9_-]``)."""
     return run_id.replace(":", "_").replace("/", "_")
+
+
+#: The longest task name kept (a WAL name may be 100 characters: room for ``-NNN``).
+MAX_TASK_NAME_LEN = 60
+_NOT_NAME = re.compile(r"[^a-z0-9_]+")
+
+
+def task_name(text: str, fallback: str = "plan") -> str:
+    """Return ``text`` as a task name: lower case, runs of anything but ``[a-z0-9_]`` one
+    ``-``, at most :data:`MAX_TASK_NAME_LEN` characters; ``fallback`` when nothing is left.
+
+    ``"Fix the login bug!"`` → ``fix-the-login-bug``.
+    """
+    name = _NOT_NAME.sub("-", text.lower())[:MAX_TASK_NAME_LEN].strip("-")
+    return name or fallback
+
+
+def unique_task_name(name: str, taken: set[str]) -> str:
+    """Return ``name``, or ``name-2``, ``name-3`` … — the first not in ``taken``."""
+    if name not in taken:
+        return name
+    n = 2
+    while f"{name}-{n}" in taken:
+        n += 1
+    return f"{name}-{n}"
+
+
+def owning_main_run(run_id: str) -> str:
+    """Return the main run a run belongs to: itself, or the run whose worker it is
+    (``<run>/<task>:r1`` → ``<run>``)."""
+    return run_id.split("/", 1)[0]
 
 
 # --- relative forms (what a person types and reads) --------------------------------------

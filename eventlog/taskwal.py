@@ -65,13 +65,29 @@ class _TaskEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="event_typ
     """Base of every task event: a past-tense fact about one task DAG."""
 
 
+class WalStarted(_TaskEvent, frozen=True, kw_only=True, tag="wal_started"):
+    """The header of a main run's WAL (its first line): which run and plan it holds.
+
+    The file is named after the plan's task name; the run id stays here. No DAG change.
+    """
+
+    run_id: str
+    task_name: str = ""
+
+
 class TaskCreated(_TaskEvent, frozen=True, kw_only=True, tag="task_created"):
-    """A task was added; ``owner`` is an agent id or a role name."""
+    """A task was added; ``owner`` is an agent id or a role name.
+
+    ``deps`` must complete first (a failed one blocks the task); ``after`` must only have
+    settled (completed, failed, cancelled or blocked): an ordering that a failure does not
+    turn into a block.
+    """
 
     task_id: str
     title: str
     owner: str
     deps: list[str] = msgspec.field(default_factory=list)
+    after: list[str] = msgspec.field(default_factory=list)
 
 
 class TaskDependencyAdded(_TaskEvent, frozen=True, kw_only=True, tag="task_dependency_added"):
@@ -96,7 +112,7 @@ class TaskRemoved(_TaskEvent, frozen=True, kw_only=True, tag="task_removed"):
     task_id: str
 
 
-TaskEvent = TaskCreated | TaskDependencyAdded | TaskStatusChanged | TaskRemoved
+TaskEvent = WalStarted | TaskCreated | TaskDependencyAdded | TaskStatusChanged | TaskRemoved
 
 
 class WalRecord(msgspec.Struct, frozen=True, kw_only=True):

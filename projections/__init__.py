@@ -1,4 +1,4 @@
-"""Pure folds over clew events: node tree, boards, timeline, usage, context building.
+"""Pure folds over clew events: node tree, boards, timeline, usage, a run's todos, context.
 
 Every projection has a ``fold(state, stored_event) -> state`` and a ``rebuild(events)``
 with ``rebuild(all) == fold after each event``. Nothing here writes or starts an actor;
@@ -28,9 +28,15 @@ from projections.snapshot import (
     session_snapshot,
 )
 from projections.timeline import Timeline
-from projections.tree import NodeTree, check_branch_point, check_switch_target
+from projections.todos import RunTodos, render_board, render_plan
+from projections.tree import (
+    NodeTree,
+    check_branch_point,
+    check_branch_target,
+    check_switch_target,
+)
 from projections.usage import Totals, UsageTotals
-from projections.verify import Difference, ProjectionCheck, diff_rows, verify
+from projections.verify import Difference, ProjectionCheck, diff_rows, usage_differences, verify
 
 __all__ = [
     "FIELD_MAX_BYTES",
@@ -48,6 +54,7 @@ __all__ = [
     "NodeTree",
     "ProjectionCheck",
     "Reference",
+    "RunTodos",
     "SessionReference",
     "SessionSnapshot",
     "SessionState",
@@ -57,6 +64,7 @@ __all__ = [
     "UsageTotals",
     "build_context",
     "check_branch_point",
+    "check_branch_target",
     "check_switch_target",
     "clip_utf8",
     "compaction_start",
@@ -65,6 +73,9 @@ __all__ = [
     "fold",
     "format_snapshot",
     "rebuild",
+    "render_board",
+    "render_plan",
     "session_snapshot",
+    "usage_differences",
     "verify",
 ]

@@ -9,6 +9,11 @@ from the dependencies on every change, never written:
   ``blocked`` — so blocking propagates to every transitive dependent;
 - otherwise it stays ``pending``.
 
+A task may also wait *after* others (``TaskCreated.after``): it is ``ready`` only once
+each of them has settled (completed, failed, cancelled or blocked), but their failure
+does not block it. The Brain's primary waits for every worker this way: it runs even
+when a worker failed, and reports the failure.
+
 Deriving them means a failure, a retry or a new edge needs one WAL line, not a cascade
 of lines, and the DAG replayed from the WAL equals the live one by construction.
 A status change names the status it was observed in (``from_status``, which may be a
@@ -35,6 +40,7 @@ from eventlog.taskwal import (
     TaskRemoved,
     TaskStatus,
     TaskStatusChanged,
+    WalStarted,
 )
 
 LEGAL_TRANSITIONS: Final[dict[TaskStatus, frozenset[TaskStatus]]] = {
@@ -49,6 +55,8 @@ LEGAL_TRANSITIONS: Final[dict[TaskStatus, frozenset[TaskStatus]]] = {
 }
 DERIVED_STATUSES: Final = frozenset({"ready", "blocked"})
 _BLOCKING: Final = frozenset({"failed", "cancelled", "blocked"})
+#: Statuses after which a task waiting *after* this one may start.
+_SETTLED: Final = frozenset({"completed", "failed", "cancelled", "blocked"})
 MAX_TASK_ID_LEN: Final = 200
 _BOARD_TEXT_LEN: Final = 80
 _STATUS_ORDER: Final[tuple[TaskStatus, ...]] = (
@@ -71,12 +79,23 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     status: TaskStatus
     result_summary: str = ""
     deps: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 class _Node:
     """The mutable record of one task inside a ``TaskDag``."""
 
-    __slots__ = ("dependents", "deps", "order", "owner", "status", "stored", "summary", "title")
+    __slots__ = (
+        "after",
+        "dependents",
+        "deps",
+        "order",
+        "owner",
+        "status",
+        "stored",
+        "summary",
+        "title",
+    )
 
     def __init__(self, ev: TaskCreated, order: int) -> None:
         self.title = ev.title
@@ -85,7 +104,9 @@ class _Node:
         self.status: TaskStatus = "pending"
         self.summary = ""
         self.deps: list[str] = list(ev.deps)
-        self.dependents: dict[str, None] = {}  # an ordered set
+        self.after: list[str] = list(ev.after)
+        # Every task waiting for this one, by ``deps`` or ``after``: an ordered set.
+        self.dependents: dict[str, None] = {}
         self.order = order
 
 
@@ -105,6 +126,8 @@ class TaskDag:
     def __init__(self) -> None:
         self._nodes: dict[str, _Node] = {}
         self._created = 0
+        #: The WAL's header (a main run's WAL starts with one), if any.
+        self.header: WalStarted | None = None
 
     @classmethod
     def rebuild(cls, events: Iterable[TaskEvent]) -> TaskDag:
@@ -129,6 +152,9 @@ class TaskDag:
     def check(self, event: TaskEvent) -> None:
         """Raise ``TaskGraphError`` if ``event`` cannot be applied to the current DAG."""
         match event:
+            case WalStarted():
+                if self.header is not None or self._nodes:
+                    raise TaskGraphError("a WAL header must be the WAL's first line")
             case TaskCreated():
                 self._check_created(event)
             case TaskDependencyAdded():
@@ -150,7 +176,7 @@ class TaskDag:
         if tid in self._nodes:
             raise TaskGraphError(f"task {tid!r} already exists")
         seen: set[str] = set()
-        for dep in event.deps:
+        for dep in [*event.deps, *event.after]:
             if dep == tid:
                 raise TaskGraphError(f"task {tid!r} cannot depend on itself: {tid} → {tid}")
             if dep in seen:
@@ -170,7 +196,7 @@ class TaskDag:
                 f"task {tid!r} is {node.status}: dependencies can only be added "
                 "to a task that has not started"
             )
-        if dep in node.deps:
+        if dep in node.deps or dep in node.after:
             raise TaskGraphError(f"task {tid!r} already depends on {dep!r}")
         cycle = self._path(dep, tid)
         if cycle is not None:
@@ -191,6 +217,7 @@ class TaskDag:
                 why = f" ({dst} is derived from the dependencies, never set)"
             elif src == "pending" and dst == "running":
                 waiting = [d for d in node.deps if self._nodes[d].status != "completed"]
+                waiting += [d for d in node.after if self._nodes[d].status not in _SETTLED]
                 why = f" (it waits for {', '.join(waiting)})"
             raise TaskGraphError(f"task {tid!r}: illegal transition {src} → {dst}{why}")
 
@@ -215,7 +242,8 @@ class TaskDag:
                     path.append(cur)
                     cur = parent[cur]
                 return path[::-1]
-            for dep in reversed(self._nodes[tid].deps):
+            node = self._nodes[tid]
+            for dep in reversed([*node.deps, *node.after]):
                 if dep not in parent:
                     parent[dep] = tid
                     stack.append(dep)
@@ -231,11 +259,13 @@ class TaskDag:
         """
         self.check(event)
         match event:
+            case WalStarted():
+                self.header = event
             case TaskCreated(task_id=tid):
                 self._created += 1
                 node = _Node(event, self._created)
                 self._nodes[tid] = node
-                for dep in node.deps:
+                for dep in [*node.deps, *node.after]:
                     self._nodes[dep].dependents[tid] = None
                 self._refresh([tid])
             case TaskDependencyAdded(task_id=tid, depends_on=dep):
@@ -249,7 +279,7 @@ class TaskDag:
                 self._refresh([tid])
             case TaskRemoved(task_id=tid):
                 node = self._nodes.pop(tid)
-                for dep in node.deps:
+                for dep in [*node.deps, *node.after]:
                     del self._nodes[dep].dependents[tid]
 
     def _derive(self, node: _Node) -> TaskStatus:
@@ -262,6 +292,8 @@ class TaskDag:
                 return "blocked"
             if status != "completed":
                 all_done = False
+        if all_done:
+            all_done = all(self._nodes[a].status in _SETTLED for a in node.after)
         return "ready" if all_done else "pending"
 
     def _refresh(self, task_ids: list[str]) -> None:
@@ -301,6 +333,7 @@ class TaskDag:
             status=node.status,
             result_summary=node.summary,
             deps=tuple(node.deps),
+            after=tuple(node.after),
         )
 
     def status(self, task_id: str) -> TaskStatus:
@@ -339,8 +372,8 @@ class TaskDag:
 
     def topological_order(self) -> list[str]:
         """Return every task after all its dependencies; ties go to the earlier created."""
-        waiting = {tid: len(n.deps) for tid, n in self._nodes.items()}
-        heap = [(n.order, tid) for tid, n in self._nodes.items() if not n.deps]
+        waiting = {tid: len(n.deps) + len(n.after) for tid, n in self._nodes.items()}
+        heap = [(n.order, tid) for tid, n in self._nodes.items() if not waiting[tid]]
         heapq.heapify(heap)
         order: list[str] = []
         while heap:
@@ -364,8 +397,8 @@ class TaskDag:
         for tid in self.topological_order():
             n = self._nodes[tid]
             line = f"[{n.status}] {tid}: {_clip(n.title)} (@{n.owner})"
-            if n.deps:
-                line += f" after {', '.join(n.deps)}"
+            if n.deps or n.after:
+                line += f" after {', '.join([*n.deps, *n.after])}"
             if n.summary:
                 line += f" → {_clip(n.summary)}"
             lines.append(line)
@@ -375,11 +408,13 @@ class TaskDag:
         """Return an independent copy (a snapshot another thread may keep)."""
         dag = TaskDag()
         dag._created = self._created
+        dag.header = self.header
         for tid, n in self._nodes.items():
             c = _Node.__new__(_Node)
             c.title, c.owner, c.stored, c.status = n.title, n.owner, n.stored, n.status
             c.summary, c.order = n.summary, n.order
             c.deps = list(n.deps)
+            c.after = list(n.after)
             c.dependents = dict(n.dependents)
             dag._nodes[tid] = c
         return dag

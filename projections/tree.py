@@ -11,10 +11,14 @@ Rules (seed 004, see ``docs/projections.md``):
   history silently. With ``strict=False`` (``verify`` uses it) the same problems are
   collected in :attr:`NodeTree.problems` and the store's behaviour is mirrored instead.
 - The active path is the active node and its ancestors, root first. Siblings stay out.
-- Branch rule: a node that already has a child may get another one (a new branch)
-  only if the new child is a ``user``/``message`` node — :func:`check_branch_point`.
-  The fold itself does not enforce it: it is a rule for *new* appends, checked by the
-  runtime before it appends, while stored history is accepted as recorded.
+- Branch rule: a new branch starts only at a user message. A node that already has a
+  child may get another one (a new branch) only if the new child is a ``user``/``message``
+  node (the user re-asks from there), or the node itself is one (a retried run answers
+  the same message again) — :func:`check_branch_point`. A switch moves the active node
+  only where the next run's user message may start a branch —
+  :func:`check_branch_target`. The fold itself does not enforce either: they are rules for
+  *new* appends, checked by the runtime before it appends, while stored history is
+  accepted as recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
+from eventlog.blocks import ToolCallBlock
 from eventlog.errors import IntegrityError, quoted
 from eventlog.events import ActiveNodeSwitched, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
@@ -33,6 +38,7 @@ __all__ = [
     "TREE_EVENT_TYPES",
     "NodeTree",
     "check_branch_point",
+    "check_branch_target",
     "check_switch_target",
     "fold",
     "rebuild",
@@ -323,14 +329,16 @@ def check_branch_point(
     """Refuse appending a child under ``parent_id`` that would break the branch rule.
 
     A node's first child continues its branch and is always allowed. A second (or
-    later) child starts a new branch: allowed only when the new child is a user
-    message (``role="user"``, ``node_type="message"``), i.e. the user edits or re-asks
-    from that point. A new root (``parent_id=None``) starts a separate tree and is
-    always allowed.
+    later) child starts a new branch, which must start at a user message: allowed when
+    the new child is one (``role="user"``, ``node_type="message"``: the user edits or
+    re-asks from that point), or when the parent is one (a retried run answers the same
+    message again). A new root (``parent_id=None``) starts a separate tree and is always
+    allowed.
 
     Raises:
         UnknownNode: ``parent_id`` is not in the tree.
-        BranchRefused: the parent already has a child and the new one is not a user message.
+        BranchRefused: the parent already has a child, and neither it nor the new one is
+            a user message.
     """
     if parent_id is None:
         return
@@ -338,8 +346,47 @@ def check_branch_point(
         raise UnknownNode(f"cannot append under unknown node {quoted(parent_id)}")
     if not tree.children(parent_id):
         return
-    if child_role != "user" or child_node_type != "message":
+    if _is_user_message(child_role, child_node_type):
+        return
+    parent = tree.node(parent_id)
+    if _is_user_message(parent.role, parent.node_type):
+        return
+    raise BranchRefused(
+        f"node {parent_id!r} already has a child: a new branch must start at a user "
+        f"message, not a {child_role}/{child_node_type} node"
+    )
+
+
+def _is_user_message(role: str, node_type: str) -> bool:
+    return role == "user" and node_type == "message"
+
+
+def check_branch_target(tree: NodeTree, node_id: str, conversation_agent: str) -> None:
+    """Refuse a ``switch_node`` to a node the next run's user message cannot branch from.
+
+    The next main run appends the user's message under the active node, so a switch
+    target must be a node where a user message may start a (new) branch
+    (:func:`check_branch_point`) *and* continue the conversation:
+
+    - a node of the session's own conversation (``conversation_agent``, the Brain): a
+      worker's nodes are its isolated context and never join the Brain's;
+    - not an assistant turn that asked for tools: the model would see a tool call with
+      no result after it.
+
+    Raises:
+        UnknownNode: ``node_id`` is not in the tree.
+        BranchRefused: ``node_id`` is one of the nodes above.
+    """
+    check_switch_target(tree, node_id)
+    node = tree.node(node_id)
+    if node.agent_id != conversation_agent:
         raise BranchRefused(
-            f"node {parent_id!r} already has a child: a new branch must start with a user "
-            f"message, not a {child_role}/{child_node_type} node"
+            f"cannot switch to node {node_id!r}: it belongs to {node.agent_id}'s isolated"
+            " context; a new branch starts in the session's conversation"
         )
+    if node.role == "assistant" and any(isinstance(b, ToolCallBlock) for b in node.content):
+        raise BranchRefused(
+            f"cannot switch to node {node_id!r}: it is an assistant turn waiting for its tool"
+            " results; switch to the tool node after it, or to a node before it"
+        )
+    check_branch_point(tree, node_id, "user", "message")

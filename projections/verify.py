@@ -14,8 +14,10 @@ from typing import Any, Final
 import msgspec
 
 from eventlog.errors import ClewError
+from eventlog.records import RunRow
 from eventlog.store import EventStore
 from projections.rebuild import rebuild
+from projections.usage import Totals
 
 
 class Difference(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +47,9 @@ class ProjectionCheck(msgspec.Struct, frozen=True, kw_only=True):
     events: int
     differences: list[Difference]
     integrity_errors: list[str]
+    #: The usage projection: the ``token_usage`` totals of each run (see
+    #: :func:`usage_differences`, which the runtime's verify applies).
+    usage_by_run: dict[str, Totals] = msgspec.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -164,4 +169,43 @@ def verify(store: EventStore, session_id: str) -> ProjectionCheck:
         events=state.events,
         differences=diffs,
         integrity_errors=list(state.tree.problems),
+        usage_by_run=dict(state.usage.by_run),
     )
+
+
+_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+
+
+def usage_differences(
+    runs: Iterable[RunRow], usage_by_run: dict[str, Totals], skip: Iterable[str] = ()
+) -> list[Difference]:
+    """Compare each ended run's ``usage_json`` with the sum of its ``token_usage`` events.
+
+    A run's usage is every model call the run made (its router call included), so the
+    two must agree. A run still running has no usage yet and is not compared; nor is a
+    run in ``skip`` (the runtime skips runs recorded before the rule held).
+    """
+    skipped = set(skip)
+    out: list[Difference] = []
+    for row in runs:
+        if row.usage is None or row.run_id in skipped:
+            continue
+        totals = usage_by_run.get(row.run_id, Totals())
+        expected = {f: getattr(totals, f) for f in _USAGE_FIELDS}
+        actual = {f: row.usage.get(f, 0) for f in _USAGE_FIELDS}
+        if expected != actual:
+            out.append(
+                Difference(
+                    table="runs",
+                    key=row.run_id,
+                    column="usage_json",
+                    expected=expected,
+                    actual=actual,
+                )
+            )
+    return out

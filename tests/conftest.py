@@ -7,15 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from eventlog.logs import set_output
 
 # In CI (CI=true) Hypothesis replays the same examples every run, so a green main stays
 # green; locally it keeps exploring new ones. The property tests set their own sizes.
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# These machines are shared and noisy, so no profile times a draw or an example.
+_UNTIMED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", _UNTIMED, derandomize=True, print_blob=True)
+settings.register_profile("local", _UNTIMED)
+settings.load_profile("ci" if os.environ.get("CI") else "local")
 
 
 @pytest.fixture(autouse=True)
@@ -30,15 +32,18 @@ def _logging_as_a_fresh_process_has_it() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """The URL of a real PostgreSQL server (``tests/helpers/_postgres.py`` says which)."""
-    from _postgres import server_url  # noqa: PLC0415 - only PostgreSQL tests pay for it
+    from _postgres import server_url  # type: ignore[import-not-found]  # noqa: PLC0415
 
-    return server_url()
+    return str(server_url())
 
 
 @pytest.fixture
 def pg_url(pg_server: str) -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    from _postgres import drop_database, fresh_database  # noqa: PLC0415
+    from _postgres import (  # noqa: PLC0415
+        drop_database,
+        fresh_database,
+    )
 
     url = fresh_database(pg_server)
     yield url

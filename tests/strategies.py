@@ -250,7 +250,12 @@ def usages() -> st.SearchStrategy[ev.Usage]:
 
 def todos() -> st.SearchStrategy[ev.Todo]:
     return st.builds(
-        ev.Todo, id=ids, title=texts, owner_role=short_texts, deps=st.lists(ids, max_size=3)
+        ev.Todo,
+        id=ids,
+        title=texts,
+        owner_role=short_texts,
+        deps=st.lists(ids, max_size=3),
+        after=st.lists(ids, max_size=3),
     )
 
 
@@ -306,7 +311,7 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "run_ended": st.builds(
         ev.RunEnded,
         run_id=ids,
-        status=_literal(ev.RunStatus),
+        status=_literal(ev.RunEndStatus),
         end_reason=_literal(ev.EndReason),
         end_node_id=optional_ids,
         turn_count=ints,
@@ -393,7 +398,9 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         missing_fields=st.lists(short_texts, max_size=3),
         options=st.lists(short_texts, max_size=3),
     ),
-    "todo_planned": st.builds(ev.TodoPlanned, todos=st.lists(todos(), max_size=4)),
+    "todo_planned": st.builds(
+        ev.TodoPlanned, todos=st.lists(todos(), max_size=4), task_name=short_texts
+    ),
     "todo_updated": st.builds(
         ev.TodoUpdated, todo_id=ids, status=_literal(ev.TodoStatus), note=texts
     ),

@@ -1,8 +1,9 @@
 """The ``clew`` command line (typer + rich); ``main`` is the console script.
 
 ``app`` (the typer app) · ``run_commands`` / ``read_commands`` / ``check_commands`` /
-``usage_command`` (the commands) · ``tail`` (following a session) · ``summaries`` (one
-line per event) · ``options`` (home, project, opening) · ``ids`` (ids, prefixes and
+``usage_command`` / ``session_commands`` (the commands) · ``tail`` (following a
+session) · ``summaries`` (one line per event) · ``options`` (home, project, opening) ·
+``ids`` (ids, prefixes and
 ``last`` as typed) · ``output`` (JSON, errors, exit codes) · ``recipes`` (models from
 spec strings) · ``team_file`` (team files, TOML) · ``docs`` (JSON documents) ·
 ``render`` (rich output) · ``show`` (the folded node tree) · ``timeline_rows`` (the

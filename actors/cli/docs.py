@@ -13,16 +13,15 @@ import msgspec
 from actors.runtime.runtime import Runtime
 from actors.tasks.inspect import inspect_wals
 from eventlog.blocks import ContentBlock
-from eventlog.ids import wal_name_for
 from eventlog.records import StoredEvent
 from projections.tree import NodeTree
 
 
 def tasks_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     """Return ``clew tasks --json``: every task of every WAL, the latest WAL, all WALs."""
-    runs = rt.main_runs(sid)
-    wals = inspect_wals(rt.session_dir(sid), sid, runs)
-    latest = wal_name_for(runs[-1]) if runs else None
+    names = rt.wal_names(sid)
+    wals = inspect_wals(rt.session_dir(sid), sid, names)
+    latest = names[-1] if names else None
     current = next((w for w, _ in wals if w.name == latest), wals[-1][0] if wals else None)
     return {
         "session_id": sid,
@@ -31,6 +30,7 @@ def tasks_doc(rt: Runtime, sid: str) -> dict[str, Any]:
                 "id": t.task_id,
                 "status": t.status,
                 "deps": list(t.deps),
+                "after": list(t.after),
                 "title": t.title,
                 "owner": t.owner,
                 "result_summary": t.result_summary,

@@ -20,6 +20,7 @@ from actors.cli import (
     live_commands,
     read_commands,
     run_commands,
+    session_commands,
     tail,
     usage_command,
 )
@@ -38,6 +39,7 @@ COMMAND_MODULES = (
     hitl_commands,
     tail,
     usage_command,
+    session_commands,
 )
 
 

@@ -40,7 +40,7 @@ from actors.runtime.runtime import Runtime
 from actors.tasks.inspect import inspect_wals
 from eventlog.events import EVENT_TYPES
 from eventlog.records import SessionRow, StoredEvent
-from projections.tree import NodeTree, check_switch_target
+from projections.tree import NodeTree, check_branch_target
 
 
 @app.command()
@@ -228,10 +228,9 @@ def _print_events(
 
 def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     out = render.make_console()
-    runs = rt.main_runs(sid)
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
-    wals = inspect_wals(project, sid, runs)
+    wals = inspect_wals(project, sid, rt.wal_names(sid))
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))
@@ -267,8 +266,10 @@ def switch_node(
         sid = row.session_id
         target = resolve_node(rt, sid, node)
         # Refused here, before the runtime takes (and writes) the session's owner lock.
-        check_switch_target(
-            NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id), target
+        check_branch_target(
+            NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id),
+            target,
+            row.root_agent_id,
         )
         previous = rt.switch_node(sid, target)
     if as_json:

@@ -169,7 +169,10 @@ def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
         table.add_column(col)
     for t in tasks:
         style = _STATUS_STYLE.get(t.status, "white")
-        deps = ", ".join(task_of(short(sid, d)) for d in t.deps) or "-"
+        deps = ", ".join(task_of(short(sid, d)) for d in t.deps)
+        after = ", ".join(task_of(short(sid, d)) for d in t.after)
+        # "after" edges: waits for them to settle (a failure does not block it).
+        deps = ", ".join(x for x in (deps, f"after {after}" if after else "") if x) or "-"
         table.add_row(
             escape(short(sid, t.task_id)),
             f"[{style}]{t.status}[/{style}]",

@@ -24,6 +24,7 @@ import pydantic
 from actors.errors import TeamError, UsageError
 from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool
+from actors.orchestration.checks import Check
 from actors.orchestration.team import Role, Team, resolve
 from actors.replay.recording import RecordedModel
 
@@ -59,6 +60,13 @@ class RoleFile(pydantic.BaseModel):
     extends: str | None = None
 
 
+class CheckFile(pydantic.BaseModel):
+    model_config = _FORBID
+    name: str
+    command: str
+    timeout_s: float | None = pydantic.Field(default=300.0, gt=0)
+
+
 class TeamFile(pydantic.BaseModel):
     model_config = _FORBID
     instructions: str = ""
@@ -68,6 +76,8 @@ class TeamFile(pydantic.BaseModel):
     tools: list[str] = []
     router: RouterFile | None = None
     roles: list[RoleFile] = []
+    #: Commands run on each answer (a failure starts a fix): ``[[checks]]``.
+    checks: list[CheckFile] = []
 
 
 class _Loader:
@@ -91,7 +101,14 @@ class _Loader:
             reviewer=spec.reviewer,
             router=self.router(spec.router) if spec.router is not None else None,
             tools=[self.tool(n) for n in spec.tools],
+            checks=[self.check(c) for c in spec.checks],
         )
+
+    def check(self, c: CheckFile) -> Check:
+        try:
+            return Check(c.name, command=c.command, timeout_s=c.timeout_s)
+        except TeamError as e:
+            raise self.refuse(str(e).removeprefix("team: ")) from e
 
     def role(self, r: RoleFile) -> Role:
         return Role(

@@ -6,6 +6,9 @@ results arrive) · ``loop`` (the model/tool cycle) · ``plan`` (the router's pla
 replies) · ``prompts`` (system prompts, isolation constraints, the role catalogue) ·
 ``team`` (``Team`` and ``Role``: the team definition, ``extends``) · ``roster`` (the
 team as a run uses it, and as it is recorded) · ``output`` (typed output) ·
-``dispatch`` (the primary's built-in ``dispatch`` tool) · ``approvals`` (tool calls that
-wait for a person) · ``env`` (what a session's actors may use).
+``dispatch`` (the primary's built-in ``dispatch`` tool) · ``run_plan`` (a run's todos in
+the log, the Task WAL, the plan file and the board nodes) · ``fixes`` (checks, review and
+the bounded fix loop) · ``checks`` (a team's ``Check``) · ``approvals`` (tool calls that
+wait for a person) · ``env`` (what a session's
+actors may use).
 """

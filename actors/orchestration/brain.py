@@ -25,7 +25,7 @@ from actors.orchestration.main_run import MainRun, RunOutcome
 from actors.replay.inputs import RunInputs
 from actors.replay.log import interruption, is_replay_stop
 from actors.tasks.manager import TaskManagerProxy
-from eventlog.events import AgentStatusChanged, RunEnded
+from eventlog.events import AgentStatusChanged, RunEnded, Usage
 from eventlog.ids import brain_agent_id
 from eventlog.logs import get_logger
 
@@ -38,6 +38,8 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True, tag="run_request"):
     run_id: str
     inputs: RunInputs
     parent_node_id: str | None = None
+    #: The attempt ``run_started`` records: > 1 for a retry of a failed run.
+    attempt: int = 1
 
 
 #: Every message a Brain accepts.
@@ -66,7 +68,14 @@ class Brain(pykka.ThreadingActor):
         env = self._env
         rec = env.recorder(self.agent_id, req.run_id)
         run = MainRun(
-            env, self._tasks, rec, self.agent_id, req.run_id, req.inputs, req.parent_node_id
+            env,
+            self._tasks,
+            rec,
+            self.agent_id,
+            req.run_id,
+            req.inputs,
+            req.parent_node_id,
+            req.attempt,
         )
         timer = _run_timer(env)
         try:
@@ -136,6 +145,8 @@ class Brain(pykka.ThreadingActor):
                 status="failed",
                 end_reason="failed",
                 end_node_id=tip,
+                # From flow 2 a run's usage is every model call it made, failed or not.
+                usage=run.rec.usage if run.flow >= 2 else Usage(),
                 error={"type": safe_text(type(e).__name__), "message": safe_text(str(e))},
             )
         )

@@ -12,7 +12,7 @@ from actors.models.calls import CancelScope
 from actors.models.protocol import Model, TextDelta
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
-from actors.replay.inputs import ContextRecord, RunSettings
+from actors.replay.inputs import FLOW, ContextRecord, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
@@ -53,6 +53,8 @@ class SessionEnv:
     #: The application's hooks (:class:`~actors.orchestration.hooks.Hooks`); None: none.
     #: Typed ``Any``: the hooks module builds on this one.
     hooks: Any = None
+    #: The orchestration flow of the main run (its recorded ``RunInputs.flow``).
+    flow: int = FLOW
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)

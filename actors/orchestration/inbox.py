@@ -21,6 +21,8 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True):
     replay_stopped: bool = False
     interrupted: str | None = None
     waiting: list[Any] | None = None
+    #: The worker's last node (where a later worker of its role may continue its tree).
+    tip: str | None = None
 
 
 class ResultInbox:

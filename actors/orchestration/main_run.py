@@ -1,8 +1,10 @@
-"""One main run of the Brain, step by step: start → route → gate → pool → primary → review.
+"""One main run of the Brain, step by step: start → route → gate → pool → primary → fixes.
 
 A :class:`MainRun` lives on the Brain's thread for the duration of one run. Each step
 is a method, in flow order; every effect goes through the run's recorder, so the same
-steps re-execute a recorded run event for event.
+steps re-execute a recorded run event for event. What a step writes depends on the
+run's recorded flow (``RunInputs.flow``, docs/replay-and-recovery.md): a run recorded
+by an older clew re-executes in its own flow.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.compaction import guard_for
 from actors.orchestration.dispatch import Dispatcher, DispatchTool
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.fixes import FixLoop
 from actors.orchestration.hooks import guardrail, observe
 from actors.orchestration.instructions import support_section
 from actors.orchestration.loop import (
@@ -31,11 +34,11 @@ from actors.orchestration.loop import (
 from actors.orchestration.plan import Plan, json_payload, parse_plan
 from actors.orchestration.pool import WorkerPool
 from actors.orchestration.prompts import primary_system, router_system, summaries_block
+from actors.orchestration.run_plan import RunPlan
 from actors.orchestration.worker import cancelled_run_end
 from actors.replay.inputs import RunInputs
 from actors.replay.recorder import RunRecorder
 from actors.tasks.manager import TaskManagerProxy
-from actors.tasks.run_board import RunTaskBoard
 from eventlog.blocks import ContentBlock, Message, TextBlock
 from eventlog.events import (
     AgentCreated,
@@ -47,10 +50,9 @@ from eventlog.events import (
     RunEnded,
     RunStarted,
     RunWaiting,
-    TodoPlanned,
     Usage,
 )
-from eventlog.ids import review_task_id, wal_name_for, worker_agent_id
+from eventlog.ids import worker_agent_id
 from eventlog.packets import BrainTaskContext, TaskProgress, WorkerResult
 from projections.context import build_context
 
@@ -60,7 +62,8 @@ class RunOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
     session_id: str
     run_id: str
-    #: completed | failed | cancelled | waiting | needs_clarification | diverged | interrupted
+    #: completed | failed | cancelled | waiting | refused | needs_clarification | diverged
+    #: | interrupted
     status: str
     answer: str = ""
     question: str | None = None
@@ -79,7 +82,8 @@ def _text(content: list[ContentBlock]) -> str:
 
 
 def _answer_text(content: list[ContentBlock], typed: bool) -> str:
-    """Return an answer's text; a typed answer given as a JSON block reads as its JSON."""
+    """Return an answer's text; a typed answer given as a JSON block reads as its JSON
+    (from flow 2, and for ``RunOutcome.answer``, any answer given as JSON)."""
     text = _text(content)
     if text or not typed:
         return text
@@ -101,6 +105,7 @@ class MainRun:
         run_id: str,
         inputs: RunInputs,
         parent_node_id: str | None,
+        attempt: int = 1,
     ) -> None:
         self.env = env
         env.context = inputs.context  # its workers' too: they share the run's env
@@ -110,11 +115,14 @@ class MainRun:
         self.run_id = run_id
         self.inputs = inputs
         self.parent_node_id = parent_node_id
+        self.attempt = attempt
+        self.flow = inputs.flow
         self.conv: Conversation | None = None
-        self.board: RunTaskBoard | None = None
         self.pool = WorkerPool(env, rec, agent_id=agent_id, run_id=run_id, request=inputs.prompt)
+        self.plan_state = RunPlan(env, tasks, rec)
         # Keyed by worker agent id: that is the task_id a WorkerResult carries.
         self.roles: dict[str, str] = {}
+        self.goals: dict[str, str] = {}
         team = env.team
         limit = env.settings.max_dispatches
         # Agents as tools: only a team with a catalogue has roles to dispatch.
@@ -127,26 +135,24 @@ class MainRun:
         refused = guardrail(self.rec, self.env.hooks, "input_guardrail", self.inputs.prompt)
         if refused is not None:
             return self._refused(conv, refused)
-        plan, board = self._route(conv)
+        plan = self._route(conv)
         while plan.clarification.required:
             answered = self._ask_for_clarification(plan, conv)
             if isinstance(answered, RunOutcome):
                 return answered
             # The same run goes on: the router plans again, told the question and answer.
-            plan, board = self._route(conv, answered)
-        results = self.pool.run_plan(plan, board)
-        answer = self._guard_output(plan, conv, self._primary(plan, board, conv, results))
-        turns, usage = answer.turns, answer.usage
-        if plan.review:
-            answer, turns, usage = self._review(plan, board, conv, results, answer)
+            plan = self._route(conv, answered)
+        results = self.pool.run_plan(plan, self.plan_state)
+        if self.flow >= 2 and plan.workers:
+            self.plan_state.board_node(conv)
+        answer = self._guard_output(plan, self._primary(plan, conv, results))
+        answer, turns, usage = FixLoop(self, plan, results).execute(answer)
         return self._end(plan, conv, answer, turns, usage, results)
 
-    def _typed(self, plan: Plan) -> bool:
-        """True when the primary's role has typed output."""
-        return self.env.team.role(plan.primary_role).output is not None
-
-    def _todo(self, todo_id: str, status: str, note: str = "") -> None:
-        self.pool.todo(todo_id, status, note)
+    def answer_text(self, answer: LoopResult, plan: Plan) -> str:
+        """Return the text of an answer as the review and the checks read it."""
+        typed = self.flow >= 2 or self.env.team.role(plan.primary_role).output is not None
+        return _answer_text(answer.content, typed)
 
     def cancelled(self, e: RunCancelled) -> RunOutcome:
         """End the run as cancelled (its ``run_cancelling`` is recorded): stop the workers,
@@ -155,36 +161,34 @@ class MainRun:
         # resume must stop too.
         self.rec.cancel.cancel(e.reason, e.source)
         self.pool.drain()
-        for todo_id, status in self.pool.todo_status.items():
+        for todo_id, status in dict(self.plan_state.todos.status).items():
             if status not in ("completed", "failed", "blocked", "cancelled"):
-                self._todo(todo_id, "cancelled", e.reason)
-                if self.board is not None:
-                    self.board.move(todo_id, "cancelled")
+                self.plan_state.update(todo_id, "cancelled", e.reason)
+                if self.plan_state.board is not None:
+                    self.plan_state.move(todo_id, "cancelled")
         node = None
         if self.conv is not None:
             note = TextBlock(text=f"(the run was cancelled: {e.reason})")
             node = self.conv.append("assistant", [note], node_type="system_note")
         self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
-        self.rec.emit(cancelled_run_end(self.run_id, e, node))
-        return RunOutcome(
-            session_id=self.env.session_id,
-            run_id=self.run_id,
-            status="cancelled",
-            error=e.reason,
-            active_node_id=node,
-        )
+        usage = self.rec.usage if self.flow >= 2 else None
+        self.rec.emit(cancelled_run_end(self.run_id, e, node, usage))
+        return self._outcome("cancelled", error=e.reason, active_node_id=node)
 
     def parked(self, e: RunParked) -> RunOutcome:
         """Leave the run open, ``waiting`` (its ``run_waiting`` is recorded); stop the
         workers' actors (a parked worker's run waits too)."""
         self.pool.drain()
-        return RunOutcome(
-            session_id=self.env.session_id,
-            run_id=self.run_id,
-            status="needs_clarification" if e.question else "waiting",
+        return self._outcome(
+            "needs_clarification" if e.question else "waiting",
             question=e.question or None,
             pending=[p for p in e.pending if isinstance(p, PendingApproval)],
             active_node_id=self.conv.tip if self.conv is not None else None,
+        )
+
+    def _outcome(self, status: str, **fields: Any) -> RunOutcome:
+        return RunOutcome(
+            session_id=self.env.session_id, run_id=self.run_id, status=status, **fields
         )
 
     def _refused(self, conv: Conversation, reason: str) -> RunOutcome:
@@ -198,29 +202,25 @@ class MainRun:
                 status="refused",
                 end_reason="failed",
                 end_node_id=node,
+                usage=self.rec.usage if self.flow >= 2 else Usage(),
                 outcome={"status": "refused", "reason": reason},
             )
         )
-        return RunOutcome(
-            session_id=self.env.session_id,
-            run_id=self.run_id,
-            status="refused",
-            error=reason,
-            active_node_id=node,
-        )
+        return self._outcome("refused", error=reason, active_node_id=node)
 
-    def _guard_output(self, plan: Plan, conv: Conversation, answer: LoopResult) -> LoopResult:
+    def _guard_output(self, plan: Plan, answer: LoopResult) -> LoopResult:
         """The output guardrail may reject the primary's answer: it goes into the fix
         loop (at most ``max_fix_iterations`` times), told why."""
+        assert self.conv is not None
         for iteration in range(1, self.env.settings.max_fix_iterations + 1):
-            text = _answer_text(answer.content, self._typed(plan))
+            text = self.answer_text(answer, plan)
             reason = guardrail(self.rec, self.env.hooks, "output_guardrail", text)
             if reason is None:
                 break
             self.rec.emit(FixIteration(iteration=iteration, trigger="output_guardrail"))
             why = f"Your answer was rejected: {reason}\nAnswer again, fixing that."
-            conv.append("user", [TextBlock(text=why)], node_type="child_result")
-            fixed = self._answer(plan, conv, "fix")
+            self.conv.append("user", [TextBlock(text=why)], node_type="child_result")
+            fixed = self.answer(plan, "fix")
             answer = LoopResult(
                 fixed.content,
                 answer.turns + fixed.turns,
@@ -233,7 +233,11 @@ class MainRun:
     # --- the steps, in flow order --------------------------------------------------------
 
     def _start(self) -> Conversation:
-        """Record the run's start and the user's message; return the Brain's conversation."""
+        """Record the run's start and the user's message; return the Brain's conversation.
+
+        A retry answers the failed run's user message again: it starts under that node
+        and appends no second copy of it (``RunInputs.user_node_id``).
+        """
         rec, env = self.rec, self.env
         # run_started comes first: once it is committed the run is resumable, so a crash
         # can never leave a half-created Brain agent without its run.
@@ -244,6 +248,7 @@ class MainRun:
                 phase="orchestrate",
                 start_node_id=self.parent_node_id,
                 rng_seed=rec.rng.getrandbits(63),
+                attempt=self.attempt,
                 metadata=self.inputs.to_metadata(),
             )
         )
@@ -269,13 +274,12 @@ class MainRun:
             activate=True,
             context=guard_for(env),
         )
-        conv.append("user", [TextBlock(text=self.inputs.prompt)])
+        if self.inputs.user_node_id is None:
+            conv.append("user", [TextBlock(text=self.inputs.prompt)])
         observe(rec, env.hooks, "on_run_start", env.session_id, self.run_id, self.inputs.prompt)
         return conv
 
-    def _route(
-        self, conv: Conversation, followup: list[Message] | None = None
-    ) -> tuple[Plan, RunTaskBoard]:
+    def _route(self, conv: Conversation, followup: list[Message] | None = None) -> Plan:
         """Ask the router for a plan (a bad one falls back to "primary only"); record it.
 
         ``followup``: the clarifying question and its answer, after the request."""
@@ -287,7 +291,7 @@ class MainRun:
             role="router",
             phase="route",
             messages=[Message(role="user", content=[TextBlock(text=prompt)]), *(followup or [])],
-            system=router_system(team),
+            system=router_system(team, self.flow),
             settings=team.router_role().settings,
         )
         conv.append("assistant", content, node_type="plan_instruction")
@@ -298,19 +302,23 @@ class MainRun:
                 PlanRejected(error=str(e), fallback="answer directly: primary only, no workers")
             )
             plan = team.fallback_plan()
-        todos = plan.todos(team.review_role())
+        if self.flow >= 2 and plan.review and plan.primary_role == team.review_role():
+            # The primary is the review role already: no second look by the same role.
+            plan = plan.model_copy(update={"review": False})
+        todos = plan.todos(team.review_role(), self.flow)
         context = BrainTaskContext(
             id=self.run_id,
             goal=prompt,
             progress=TaskProgress(status="running", total_steps=len(todos)),
             child_context_ids=[worker_agent_id(self.run_id, w.id) for w in plan.workers],
         )
-        self.rec.emit(TodoPlanned(todos=todos, context=context))
-        self.pool.todo_status = {t.id: "pending" for t in todos}
-        self.board = board = RunTaskBoard(self.tasks, wal_name_for(self.run_id))
-        board.plan(todos)
+        name = self.plan_state.choose_name(plan, prompt) if self.flow >= 2 else ""
+        self.plan_state.start(todos, context, name)
         self.roles = {worker_agent_id(self.run_id, w.id): w.role for w in plan.workers}
-        return plan, board
+        self.goals = {worker_agent_id(self.run_id, w.id): w.goal for w in plan.workers}
+        if self.flow >= 2:
+            self.plan_state.board_node(conv)
+        return plan
 
     def _ask_for_clarification(self, plan: Plan, conv: Conversation) -> RunOutcome | list[Message]:
         """The clarification gate: wait for an answer before any worker starts.
@@ -331,8 +339,8 @@ class MainRun:
                 options=c.options,
             )
         )
-        for t in plan.todos():
-            self._todo(t.id, "blocked", "waiting for clarification")
+        for t in self.plan_state.todos.todos if self.flow >= 2 else plan.todos():
+            self.plan_state.update(t.id, "blocked", "waiting for clarification")
         node = conv.append("assistant", [TextBlock(text=c.question)], node_type="system_note")
         nxt = self.rec.peek()
         if nxt is None or not isinstance(nxt.event, AgentStatusChanged):
@@ -347,6 +355,9 @@ class MainRun:
                 Message(role="user", content=[TextBlock(text=answered.answer)]),
             ]
         self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
+        outcome: dict[str, object] = {"status": "needs_clarification"}
+        if self.flow >= 2:
+            outcome["question"] = c.question
         self.rec.emit(
             RunEnded(
                 run_id=self.run_id,
@@ -354,27 +365,24 @@ class MainRun:
                 end_reason="completed",
                 end_node_id=node,
                 turn_count=1,
-                outcome={"status": "needs_clarification"},
+                usage=self.rec.usage if self.flow >= 2 else Usage(),
+                outcome=outcome,
             )
         )
-        return RunOutcome(
-            session_id=self.env.session_id,
-            run_id=self.run_id,
-            status="needs_clarification",
-            question=c.question,
-            active_node_id=node,
-        )
+        return self._outcome("needs_clarification", question=c.question, active_node_id=node)
 
-    def _answer(self, plan: Plan, conv: Conversation, phase: str) -> LoopResult:
+    def answer(self, plan: Plan, phase: str) -> LoopResult:
+        """Run the primary's agent loop on the Brain's conversation (answer or fix)."""
         team = self.env.team
         role = team.role(plan.primary_role)
         tools, builtins = role.tools, dict[str, Builtin]()
         if self.dispatch_limit:
             tools = ToolRegistry([*(t for t, _ in role.tools.with_specs()), DispatchTool(team)])
             builtins[DispatchTool.name] = self.dispatcher
+        assert self.conv is not None
         return agent_loop(
             self.env,
-            conv,
+            self.conv,
             AgentSpec(
                 role=plan.primary_role,
                 phase=phase,
@@ -390,69 +398,20 @@ class MainRun:
             ),
         )
 
-    def _primary(
-        self,
-        plan: Plan,
-        board: RunTaskBoard,
-        conv: Conversation,
-        results: list[WorkerResult],
-    ) -> LoopResult:
-        """The primary answers from the request plus worker summaries, never transcripts."""
-        self._todo("primary", "running")
-        board.move("primary", "running")
-        summaries = summaries_block(results, self.roles)
-        conv.append("user", [TextBlock(text=summaries)], node_type="child_result")
-        answer = self._answer(plan, conv, "primary")
-        board.move("primary", "completed", _text(answer.content)[:200])
-        self._todo("primary", "completed")
-        return answer
+    def _primary(self, plan: Plan, conv: Conversation, results: list[WorkerResult]) -> LoopResult:
+        """The primary answers from the request plus worker summaries, never transcripts.
 
-    def _review(
-        self,
-        plan: Plan,
-        board: RunTaskBoard,
-        conv: Conversation,
-        results: list[WorkerResult],
-        answer: LoopResult,
-    ) -> tuple[LoopResult, int, Usage]:
-        """A review worker checks the answer; changes requested start a bounded fix loop."""
-        turns, usage = answer.turns, answer.usage
-        iteration = 0
-        self._todo("review", "running")
-        board.move("review", "running")
-        while True:
-            primary_result = WorkerResult(
-                handoff_id="primary",
-                task_id="primary",
-                parent_id=self.run_id,
-                summary=_answer_text(answer.content, self._typed(plan)),
-            )
-            review = self.pool.run_one(
-                review_task_id(iteration),
-                self.env.team.review_role(),
-                "Review the primary answer against the request.",
-                [*results, primary_result],
-                purpose="review",
-            )
-            if (
-                review.verdict != "changes_requested"
-                or iteration >= self.env.settings.max_fix_iterations
-            ):
-                break
-            iteration += 1
-            self.rec.emit(FixIteration(iteration=iteration, trigger="changes_requested"))
-            findings = (
-                "Changes requested by review:\n"
-                + review.summary
-                + "".join(f"\n- {r}" for r in review.risks)
-            )
-            conv.append("user", [TextBlock(text=findings)], node_type="child_result")
-            answer = self._answer(plan, conv, "fix")
-            turns, usage = turns + answer.turns, add_usage(usage, answer.usage)
-        verdict = "completed" if review.status == "completed" else "failed"
-        board.move("review", verdict)
-        self._todo("review", verdict)
-        return answer, turns, usage
+        From flow 2 each worker's goal and progress come with its summary (seed 000).
+        """
+        self.plan_state.update("primary", "running")
+        self.plan_state.move("primary", "running")
+        goals = self.goals if self.flow >= 2 else None
+        summaries = summaries_block(results, self.roles, goals)
+        conv.append("user", [TextBlock(text=summaries)], node_type="child_result")
+        answer = self.answer(plan, "primary")
+        self.plan_state.move("primary", "completed", _text(answer.content)[:200])
+        self.plan_state.update("primary", "completed")
+        return answer
 
     def _end(
         self,
@@ -463,7 +422,21 @@ class MainRun:
         usage: Usage,
         results: list[WorkerResult],
     ) -> RunOutcome:
-        """Record the run's end (``run_ended`` is always its last event); return the outcome."""
+        """Record the run's end (``run_ended`` is always its last event); return the outcome.
+
+        From flow 2 ``run_ended`` carries the run's whole usage (the router's call
+        included: the sum of its ``token_usage``), and its outcome the final answer
+        (``summary``) and the workers' results (seed 000's ``run_end``).
+        """
+        spec = self.env.team.role(plan.primary_role).output
+        text = _answer_text(answer.content, True)
+        outcome: dict[str, object] = {"status": "completed"}
+        if self.flow >= 2:
+            usage = self.rec.usage
+            outcome["summary"] = text
+            outcome["workers"] = [
+                {"task_id": r.task_id, "status": r.status, "summary": r.summary} for r in results
+            ]
         self.rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="idle"))
         self.rec.emit(
             RunEnded(
@@ -473,18 +446,17 @@ class MainRun:
                 end_node_id=conv.tip,
                 turn_count=turns,
                 usage=usage,
-                outcome={"status": "completed"},
+                outcome=outcome,
             )
         )
         output = None
-        spec = self.env.team.role(plan.primary_role).output
         if spec is not None and answer.end_reason == "completed":
             output = spec.value(answer.content)  # validated by the loop already
         return RunOutcome(
             session_id=self.env.session_id,
             run_id=self.run_id,
             status="completed",
-            answer=_answer_text(answer.content, spec is not None),
+            answer=text,
             worker_results=results,
             active_node_id=conv.tip,
             output=output,

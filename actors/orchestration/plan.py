@@ -23,11 +23,14 @@ RESERVED_TASK_IDS = {"primary", "review"}
 
 
 class PlannedWorker(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="ignore")
+    model_config = pydantic.ConfigDict(extra="ignore", populate_by_name=True)
     id: str
     role: str = pydantic.Field(min_length=1)
     goal: str = pydantic.Field(min_length=1)
     deps: list[str] = []
+    #: ``continue: true``: continue the context tree of the last finished worker of the
+    #: same role in this run instead of starting a new root (flow 2; seed 004).
+    continues: bool = pydantic.Field(default=False, alias="continue")
 
     @pydantic.field_validator("id")
     @classmethod
@@ -56,6 +59,8 @@ class Plan(pydantic.BaseModel):
     workers: list[PlannedWorker] = []
     review: bool = False
     clarification: Clarification = Clarification()
+    #: The plan's task name (flow 2): names its Task WAL and plan file, once sanitised.
+    task_name: str = ""
 
     @pydantic.model_validator(mode="after")
     def _graph_is_sound(self) -> Plan:
@@ -73,15 +78,21 @@ class Plan(pydantic.BaseModel):
             raise ValueError("dependency cycle " + " → ".join(cycle))
         return self
 
-    def todos(self, reviewer: str = "reviewer") -> list[Todo]:
-        """Return the checkable items: one per worker, the primary, and the review."""
+    def todos(self, reviewer: str = "reviewer", flow: int = 1) -> list[Todo]:
+        """Return the checkable items: one per worker, the primary, and the review.
+
+        The primary runs after the pool even when a worker failed (it reports the
+        failure): from flow 2 it waits *after* every worker (an ordering a failure does
+        not turn into a block); flow 1 gave it no edges at all.
+        """
         out = [
             Todo(id=w.id, title=w.goal, owner_role=w.role, deps=list(w.deps)) for w in self.workers
         ]
+        after = [w.id for w in self.workers] if flow >= 2 else []
         out.append(
-            # No edges into "primary": it runs after the pool even when a worker failed
-            # (it reports the failure); the Brain sequences it, not the DAG.
-            Todo(id="primary", title="Answer the request", owner_role=self.primary_role)
+            Todo(
+                id="primary", title="Answer the request", owner_role=self.primary_role, after=after
+            )
         )
         if self.review:
             out.append(

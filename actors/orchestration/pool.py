@@ -5,6 +5,12 @@ depends on completed, and a failed (or blocked) upstream blocks its dependents.
 Results are taken in arrival order live and in the *recorded* order when
 re-executing, and each is recorded as ``worker_result_received`` — so every decision
 here reproduces in a replay.
+
+Context reuse (flow 2, seed 004): a planned worker with ``continue: true`` continues the
+context tree of the last worker of the same role whose result the Brain took before
+dispatching it (in the recorded order, so a replay picks the same one): its task
+instruction is appended under that worker's final node, and its agent records the node
+as ``fork_from_node_id``. With no such worker it starts a new root, as any worker does.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from actors.errors import Divergence, EndOfRecording, RunInterrupted
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.inbox import ResultInbox
 from actors.orchestration.instructions import handoff_refs
-from actors.orchestration.plan import Plan
+from actors.orchestration.plan import Plan, PlannedWorker
 from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
+from actors.orchestration.run_plan import RunPlan
 from actors.orchestration.worker import StartWorker, Worker, failed_result
 from actors.replay.recorder import RunRecorder
-from actors.tasks.run_board import RunTaskBoard
-from eventlog.events import HandoffSent, RunWaiting, TodoUpdated, WorkerResultReceived
+from eventlog.events import HandoffSent, RunWaiting, WorkerResultReceived
 from eventlog.ids import handoff_id, task_of, worker_agent_id
 from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult
 
@@ -53,8 +59,9 @@ class WorkerPool:
         self.running: dict[str, pykka.ActorRef[Worker]] = {}
         #: Running workers parked for a person (their actors are done): what each waits for.
         self.parked: dict[str, list[Any]] = {}
-        #: The last recorded status of each todo of the run's plan.
-        self.todo_status: dict[str, str] = {}
+        #: Workers whose result was taken, in that order: (role, final node id).
+        self.finished: list[tuple[str, str | None]] = []
+        self._role_of: dict[str, str] = {}
 
     # --- one worker ----------------------------------------------------------------------
 
@@ -89,9 +96,16 @@ class WorkerPool:
         )
 
     def dispatch(
-        self, task_id: str, role: str, goal: str, prior: list[WorkerResult], purpose: str = "worker"
+        self,
+        task_id: str,
+        role: str,
+        goal: str,
+        prior: list[WorkerResult],
+        purpose: str = "worker",
+        continue_from: str | None = None,
     ) -> None:
-        """Record the handoff of ``task_id`` and start its worker (none once cancelled)."""
+        """Record the handoff of ``task_id`` and start its worker (none once cancelled),
+        continuing the context tree at node ``continue_from`` when given."""
         self.rec.checkpoint()
         handoff = self.handoff(task_id, role, goal, purpose, prior)
         self.rec.emit(HandoffSent(packet=handoff))
@@ -105,8 +119,10 @@ class WorkerPool:
             brain_run_id=self.run_id,
             purpose=purpose,
             cancel=self.rec.cancel,
+            continue_from=continue_from,
         )
         self.running[handoff.task.id] = ref
+        self._role_of[handoff.task.id] = role
         ref.tell(StartWorker(handoff_id=handoff.id))
 
     def receive(self) -> WorkerResult:
@@ -136,6 +152,7 @@ class WorkerPool:
             self.parked[d.result.task_id] = d.waiting
             return self.receive()
         self._stop(d.result.task_id)
+        self.finished.append((self._role_of.get(d.result.task_id, ""), d.tip))
         if d.interrupted is not None:
             raise RunInterrupted(d.interrupted)
         result = d.result
@@ -211,10 +228,19 @@ class WorkerPool:
 
     # --- the plan's workers --------------------------------------------------------------
 
-    def run_plan(self, plan: Plan, board: RunTaskBoard) -> list[WorkerResult]:
+    def continuation(self, w: PlannedWorker) -> str | None:
+        """Return the node a worker continues (flow 2, ``continue: true``), else None."""
+        if not w.continues or self.env.flow < 2:
+            return None
+        for role, tip in reversed(self.finished):
+            if role == w.role and tip is not None:
+                return tip
+        return None
+
+    def run_plan(self, plan: Plan, board: RunPlan) -> list[WorkerResult]:
         """Run the plan's workers, at most ``max_workers`` at once; return results in plan order."""
         state = _PlanState(plan, max(1, self.env.settings.max_workers))
-        todo = self.todo
+        todo = board.update
         state.dispatch_ready(self, board, todo)
         while self.running:
             result = self.receive()
@@ -226,11 +252,6 @@ class WorkerPool:
             state.block_dependents(todo)
             state.dispatch_ready(self, board, todo)
         return state.ordered(self)
-
-    def todo(self, todo_id: str, status: str, note: str = "") -> None:
-        """Record a todo's new status (``todo_updated``)."""
-        self.rec.emit(TodoUpdated(todo_id=todo_id, status=status, note=note))  # type: ignore[arg-type]
-        self.todo_status[todo_id] = status
 
 
 Todo = Callable[..., None]
@@ -257,7 +278,7 @@ class _PlanState:
             return "blocked"
         return "running" if task_id in self.dispatched else "pending"
 
-    def dispatch_ready(self, pool: WorkerPool, board: RunTaskBoard, todo: Todo) -> None:
+    def dispatch_ready(self, pool: WorkerPool, board: RunPlan, todo: Todo) -> None:
         for w in self.plan.workers:
             if len(pool.running) >= self.limit:
                 return
@@ -267,7 +288,8 @@ class _PlanState:
                 self.dispatched.add(w.id)
                 todo(w.id, "running")
                 board.move(w.id, "running")
-                pool.dispatch(w.id, w.role, w.goal, [self.results[d] for d in w.deps])
+                prior = [self.results[d] for d in w.deps]
+                pool.dispatch(w.id, w.role, w.goal, prior, continue_from=pool.continuation(w))
 
     def block_dependents(self, todo: Todo) -> None:
         changed = True

@@ -51,6 +51,18 @@ ROUTER_SYSTEM = (
 )
 
 
+#: The router's plan shape from flow 2: a task name, and ``continue`` per worker.
+ROUTER_SYSTEM_V2 = (
+    "You are the router of a multi-agent runtime. Read the user's request and reply with"
+    ' one JSON plan: {"task_name": str (a short name for the task, like'
+    ' "fix-login-bug"), "primary_role": str, "workers": [{"id": str, "role": str,'
+    ' "goal": str, "deps": [worker ids], "continue": bool (true: continue the context of'
+    ' the last finished worker of the same role)}], "review": bool, "clarification":'
+    ' {"required": bool, "question": str, "reason": str, "missing_fields": [str],'
+    ' "options": [str]}}.'
+)
+
+
 def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult]) -> str:
     """Compose a worker's prompt: the request, the results it may use, its handoff.
 
@@ -72,10 +84,18 @@ def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult
     return "\n".join(parts)
 
 
-def summaries_block(results: list[WorkerResult], roles: dict[str, str]) -> str:
-    """Format worker results for the primary: summaries, never transcripts."""
+def summaries_block(
+    results: list[WorkerResult], roles: dict[str, str], goals: dict[str, str] | None = None
+) -> str:
+    """Format worker results for the primary: summaries, never transcripts.
+
+    With ``goals`` (flow 2) each worker is shown as seed 000 lists it: role, status, goal,
+    progress, summary, risks and open questions.
+    """
     if not results:
         return "No workers ran."
+    if goals is not None:
+        return "\n".join(["Worker results:", *(_worker_entry(r, roles, goals) for r in results)])
     lines = ["Worker results:"]
     for r in results:
         line = f"- {r.task_id} [{roles.get(r.task_id, '?')}] {r.status}: {r.summary}"
@@ -84,6 +104,27 @@ def summaries_block(results: list[WorkerResult], roles: dict[str, str]) -> str:
         if r.next_questions:
             line += f" | open questions: {'; '.join(r.next_questions)}"
         lines.append(line)
+    return "\n".join(lines)
+
+
+def _worker_entry(r: WorkerResult, roles: dict[str, str], goals: dict[str, str]) -> str:
+    """One worker of the primary's summaries (flow 2): a head line, then its fields."""
+    p = r.progress
+    progress: str = p.status
+    if p.total_steps:
+        progress += f" ({p.completed_steps}/{p.total_steps} steps)"
+    if p.note:
+        progress += f" — {p.note}"
+    lines = [
+        f"- {r.task_id} [{roles.get(r.task_id, '?')}] {r.status}",
+        f"  goal: {goals.get(r.task_id, '?')}",
+        f"  progress: {progress}",
+        f"  summary: {r.summary}",
+    ]
+    if r.risks:
+        lines.append(f"  risks: {'; '.join(r.risks)}")
+    if r.next_questions:
+        lines.append(f"  open questions: {'; '.join(r.next_questions)}")
     return "\n".join(lines)
 
 
@@ -127,11 +168,11 @@ def expected_result(role: ResolvedRole) -> str:
     return role.output.instruction() if role.output is not None else EXPECTED_RESULT
 
 
-def router_system(roster: Roster) -> str:
+def router_system(roster: Roster, flow: int = 1) -> str:
     """Return the router's system prompt: with a team, its catalogue and instructions."""
     router = roster.router_role()
     parts = [roster.instructions] if roster.instructions else []
-    parts.append(ROUTER_SYSTEM)
+    parts.append(ROUTER_SYSTEM_V2 if flow >= 2 else ROUTER_SYSTEM)
     if roster.catalogued:
         parts.append(catalogue(roster))
     if router.instructions:

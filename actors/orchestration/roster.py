@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from actors.errors import PlanError
 from actors.models.protocol import ModelSettings
 from actors.models.tools import ToolRegistry
+from actors.orchestration.checks import Check, stand_in
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import FALLBACK_PLAN, Plan
-from actors.replay.inputs import RoleRecord, TeamRecord
+from actors.replay.inputs import CheckRecord, RoleRecord, TeamRecord
 from eventlog.ids import is_dispatch_task_id
 
 #: The role of review workers when the team names no reviewer (the default team).
@@ -73,6 +74,8 @@ class Roster:
     summarizer: ResolvedRole | None = None
     #: Context windows the team sets, by role (router and summarizer included).
     context_windows: dict[str, int] = field(default_factory=dict)
+    #: Run on each answer, in order; a failure starts a fix (``checks.py``).
+    checks: tuple[Check, ...] = ()
 
     @property
     def catalogued(self) -> bool:
@@ -139,6 +142,7 @@ class Roster:
             reviewer=self.reviewer,
             router=self.router.record() if self.router is not None else None,
             summarizer=self.summarizer.record() if self.summarizer is not None else None,
+            checks=[CheckRecord(name=c.name, command=c.command) for c in self.checks],
         )
         return None if record == TeamRecord() else record
 
@@ -177,6 +181,7 @@ def roster_from_record(record: TeamRecord | None, tools: ToolRegistry) -> Roster
         reviewer=record.reviewer,
         router=role(record.router) if record.router is not None else None,
         summarizer=role(record.summarizer) if record.summarizer is not None else None,
+        checks=tuple(stand_in(c.name, c.command) for c in record.checks),
     )
 
 
@@ -185,3 +190,10 @@ def needs_output_models(record: TeamRecord | None) -> list[str]:
     if record is None:
         return []
     return [r.name for r in record.roles if r.output is not None]
+
+
+def needs_check_callables(record: TeamRecord | None) -> list[str]:
+    """Return the recorded checks that are Python callables (a live run needs them)."""
+    if record is None:
+        return []
+    return [c.name for c in record.checks if c.command is None]

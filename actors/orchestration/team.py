@@ -22,6 +22,7 @@ from actors.errors import TeamError
 from actors.models.async_models import AnyModel, as_model
 from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool, ToolRegistry
+from actors.orchestration.checks import Check, check_names
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import find_cycle
 from actors.orchestration.roster import DISPATCH, ROUTER, SUMMARIZER, ResolvedRole, Roster
@@ -76,6 +77,9 @@ class Team:
     summarizer: Role | None = None
     #: Tools every role may call, on top of its own.
     tools: Sequence[Tool] = field(default=())
+    #: Run on the primary's answer (and after each fix); a failure starts a fix with
+    #: trigger ``checks_failed``.
+    checks: Sequence[Check] = field(default=())
 
 
 #: Turns a spec string into a model (given by the runtime, which knows the environment).
@@ -99,6 +103,7 @@ def resolve(
         _join(union, t)
     if team is None:
         return Roster(tools=union), {}
+    check_names(team.checks)
     flat = _flatten(team.roles)
     chains: dict[str, list[Model]] = {}
     roles: dict[str, ResolvedRole] = {}
@@ -125,6 +130,7 @@ def resolve(
         router=router,
         summarizer=summarizer,
         context_windows=_windows([*((r.name, r) for r in flat), *specials]),
+        checks=tuple(team.checks),
     )
     return roster, chains
 

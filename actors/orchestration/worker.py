@@ -3,8 +3,10 @@
 A worker is built from its ``HandoffPacket``, the original request and the prior
 results the Brain chose to pass — nothing else is reachable from it. It has its
 own agent row, its own run and its own branch of nodes (a new root: no parent
-in the Brain's tree, so no Brain transcript can leak into its context). It
-replies with a ``WorkerResult`` put into the Brain's :class:`ResultInbox`.
+in the Brain's tree, so no Brain transcript can leak into its context) — or, when the
+plan says ``continue: true`` (flow 2), a new branch on the context tree of an earlier
+worker of its role, at that worker's last node. It replies with a ``WorkerResult`` put
+into the Brain's :class:`ResultInbox`.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ from eventlog.events import (
     EndReason,
     RunEnded,
     RunStarted,
+    Usage,
     WorkerFailed,
 )
 from eventlog.ids import agent_run_id
 from eventlog.logs import get_logger
 from eventlog.packets import HandoffPacket, TaskProgress, WorkerResult
+from projections.context import build_context
 
 log = get_logger("clew.worker")
 
@@ -53,8 +57,11 @@ class StartWorker(msgspec.Struct, frozen=True, kw_only=True, tag="start_worker")
 WorkerMessage = StartWorker
 
 
-def cancelled_run_end(run_id: str, e: RunCancelled, end_node_id: str | None) -> RunEnded:
-    """Return the ``run_ended`` of a run stopped by a cancellation (``e`` says why)."""
+def cancelled_run_end(
+    run_id: str, e: RunCancelled, end_node_id: str | None, usage: Usage | None = None
+) -> RunEnded:
+    """Return the ``run_ended`` of a run stopped by a cancellation (``e`` says why);
+    ``usage``: the run's calls (from flow 2), else none (flow 1 recorded none)."""
     reason: EndReason = {"model": "aborted_streaming", "tool": "aborted_tools"}.get(
         e.during, "cancelled"
     )  # type: ignore[assignment]
@@ -63,6 +70,7 @@ def cancelled_run_end(run_id: str, e: RunCancelled, end_node_id: str | None) -> 
         status="cancelled",
         end_reason=reason,
         end_node_id=end_node_id,
+        usage=usage or Usage(),
         outcome={"status": "cancelled", "reason": e.reason, "source": e.source},
     )
 
@@ -98,6 +106,7 @@ class Worker(pykka.ThreadingActor):
         brain_run_id: str,
         purpose: str = "worker",
         cancel: CancelScope | None = None,
+        continue_from: str | None = None,
     ) -> None:
         super().__init__()
         #: This worker's cancellation: its main run's, plus its own timeout.
@@ -110,6 +119,7 @@ class Worker(pykka.ThreadingActor):
         self._brain_agent_id = brain_agent_id
         self._brain_run_id = brain_run_id
         self._purpose = purpose
+        self._continue_from = continue_from
         self._delivered = False
         #: Set once ``run_started`` is recorded: from then on a failure ends the run.
         self._started = False
@@ -169,10 +179,11 @@ class Worker(pykka.ThreadingActor):
                 status="failed",
                 end_reason="failed",
                 end_node_id=end_node_id,
+                usage=rec.usage if self._env.flow >= 2 else Usage(),
                 error={"type": error_type, "message": message},
             )
         )
-        return Delivery(result=result)
+        return Delivery(result=result, tip=end_node_id)
 
     def _run(self) -> Delivery:
         agent_id = self._handoff.task.id
@@ -236,7 +247,8 @@ class Worker(pykka.ThreadingActor):
         )
         try:
             rec.emit(AgentStatusChanged(agent_id=task.id, status="cancelled"))
-            rec.emit(cancelled_run_end(run_id, e, end_node_id))
+            usage = rec.usage if self._env.flow >= 2 else None
+            rec.emit(cancelled_run_end(run_id, e, end_node_id, usage))
         except Exception as again:
             stop = interruption(again)
             if stop is None:
@@ -260,6 +272,7 @@ class Worker(pykka.ThreadingActor):
                 created_by_run_id=self._brain_run_id,
                 role=task.agent_role,
                 purpose=self._purpose,
+                fork_from_node_id=self._continue_from,
             )
         )
         rec.emit(
@@ -275,10 +288,16 @@ class Worker(pykka.ThreadingActor):
         rec.emit(AgentStatusChanged(agent_id=task.id, status="running"))
 
     def _conversation(self, rec: RunRecorder) -> Conversation:
-        """Return the worker's own branch (a new root), opened with its task prompt."""
+        """Return the worker's own branch, opened with its task prompt: a new root, or a
+        new branch at the node it continues (its path is the worker's history)."""
         task = self._handoff.task
-        env = self._env
-        conv = Conversation(rec, parent_id=None, activate=False, context=guard_for(env))
+        env, parent = self._env, self._continue_from
+        history = (
+            build_context(env.store.read_active_path(env.session_id, parent)) if parent else []
+        )
+        conv = Conversation(
+            rec, parent_id=parent, history=history, activate=False, context=guard_for(env)
+        )
         prompt = worker_prompt(self._request, self._handoff, self._prior)
         conv.append(
             "user",
@@ -335,7 +354,7 @@ class Worker(pykka.ThreadingActor):
                 end_reason=loop.end_reason,
                 end_node_id=loop.final_node_id,
                 turn_count=loop.turns,
-                usage=loop.usage,
+                usage=rec.usage if env.flow >= 2 else loop.usage,
             )
         )
-        return Delivery(result=result)
+        return Delivery(result=result, tip=loop.final_node_id)

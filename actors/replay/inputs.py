@@ -16,6 +16,14 @@ version they were *recorded* in (:meth:`RunInputs.to_metadata`), so a session re
 by an older clew still replays event for event. A new run records the *oldest* version
 that holds its inputs (:meth:`RunInputs.in_oldest_version`): a run that uses nothing
 added since version 1 records exactly what clew 0.1.0 recorded.
+
+The flow. ``flow`` (since version 5) is the orchestration flow the run follows: the
+events its code writes. A change that makes a run write different events (the router's
+usage in ``run_ended``, the primary waiting after the workers, ``task_board`` nodes, the
+plan's task name, …) is a new flow; a run re-executes in the flow it was recorded in, so
+a session recorded by an older clew still replays, resumes and verifies. A record
+without the key is flow 1 (clew up to 0.1.x); new runs follow :data:`FLOW`, so they
+record version 5 at least.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 4
+INPUTS_VERSION: Final = 5
+#: The orchestration flow new runs follow (see the module docstring); 1: before ``flow``.
+FLOW: Final = 2
 #: Fields added after version 1, with the version that added them. A dotted path names
 #: a field of a nested record; ``[]`` a field of each item of a list.
 FIELDS_SINCE: Final[dict[str, int]] = {
@@ -47,6 +57,10 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "settings.instructions_max_bytes": 3,
     "team.summarizer": 3,
     "settings.approval_required": 4,
+    "flow": 5,
+    "user_node_id": 5,
+    "retry_of": 5,
+    "team.checks": 5,
 }
 
 
@@ -117,6 +131,14 @@ class RoleRecord(msgspec.Struct, frozen=True, kw_only=True):
     extends: str | None = None
 
 
+class CheckRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded check of a team (since version 5): its name and, for a command, the
+    command (None: a Python callable, which a resume needs the team for)."""
+
+    name: str
+    command: str | None = None
+
+
 class TeamRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A recorded team (since version 2); a run without one used the default team."""
 
@@ -128,6 +150,8 @@ class TeamRecord(msgspec.Struct, frozen=True, kw_only=True):
     router: RoleRecord | None = None
     #: The summariser's role, when the team sets one (since version 3).
     summarizer: RoleRecord | None = None
+    #: The checks run on each answer; a failed one starts a fix (since version 5).
+    checks: list[CheckRecord] = msgspec.field(default_factory=list)
 
 
 class InstructionsRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,6 +207,13 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     team: TeamRecord | None = None
     #: Budgets, windows and the instruction file (since version 3); None: recorded before.
     context: ContextRecord | None = None
+    #: The orchestration flow (since version 5); see the module docstring.
+    flow: int = 1
+    #: The user message node the run answers when it exists already (a retry, since
+    #: version 5); None: the run appends ``prompt`` as a new user message.
+    user_node_id: str | None = None
+    #: The failed run this run retries (since version 5).
+    retry_of: str | None = None
     inputs_version: int = INPUTS_VERSION
 
     @classmethod
@@ -227,6 +258,12 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
             if RunInputs.from_metadata(candidate.to_metadata()) == candidate:
                 return candidate
         return msgspec.structs.replace(self, inputs_version=INPUTS_VERSION)
+
+
+def flow_of(metadata: dict[str, Any]) -> int:
+    """Return the flow a main run's ``run_started`` metadata (or its runs row) records."""
+    flow = metadata.get("flow", 1)
+    return flow if isinstance(flow, int) else 1
 
 
 def _drop(data: Any, path: list[str]) -> None:

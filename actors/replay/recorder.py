@@ -48,9 +48,11 @@ from eventlog.events import (
     RunEnded,
     RunResumed,
     RunWaiting,
+    TokenUsage,
     ToolCallFinished,
     ToolCallStarted,
     ToolFailed,
+    Usage,
     event_type_of,
 )
 from eventlog.ids import seed_for
@@ -101,6 +103,9 @@ class RunRecorder:
         self.call_index = 0
         #: 1 while a tool call runs for the first time, 2 when a resume runs it again.
         self.tool_attempt = 1
+        #: The sum of the run's ``token_usage`` events so far (recorded or replayed): what
+        #: its ``run_ended`` reports, so the runs table and the usage projection agree.
+        self.usage = Usage()
 
     # --- state ---------------------------------------------------------------------------
 
@@ -226,8 +231,16 @@ class RunRecorder:
         Replaying: compared with the recording (raises :class:`Divergence`). Live:
         appended through the writer; returns after its commit.
         """
+        if isinstance(event, TokenUsage):
+            stored = self._match(event) if self.replaying else self._append(event)
+            self.usage = self.usage.plus(event.usage)
+            return stored
         if self.replaying:
             return self._match(event)
+        return self._append(event)
+
+    def _append(self, event: Event) -> StoredEvent:
+        """Append ``event`` live (after the recording); return it once committed."""
         if not self._live_allowed:
             if self.recording_complete:
                 raise Divergence(

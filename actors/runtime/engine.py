@@ -25,6 +25,7 @@ from actors.orchestration.env import SessionEnv
 from actors.replay.inputs import RunSettings
 from actors.runtime.faults import FaultPlan
 from actors.runtime.locks import SessionLock
+from actors.tasks.agreement import run_wal_name
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ReadOnlyStore, StoreError
@@ -227,6 +228,11 @@ class Engine:
         """Return the session's main (Brain) runs in start order."""
         sid = validate_session_id(session_id)
         return [r.run_id for r in self.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
+
+    def wal_names(self, session_id: str) -> list[str]:
+        """Return the Task WAL name of each main run of the session, in run order."""
+        sid = validate_session_id(session_id)
+        return [run_wal_name(r, self.store.read_run(sid, r)) for r in self.main_runs(sid)]
 
     def interrupted_runs(self, session_id: str) -> list[str]:
         """Runs the store says are running/pending while no live process owns the session."""

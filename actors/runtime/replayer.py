@@ -67,9 +67,13 @@ def replay_session(
                     live_allowed=False,
                     replay_log=log,
                     artifact_threshold=engine.store.artifact_threshold,
+                    flow=inputs.flow,
                 )
                 request = RunRequest(
-                    run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs
+                    run_id=run_id,
+                    parent_node_id=started.start_node_id,
+                    inputs=inputs,
+                    attempt=started.attempt,
                 )
                 execute(env, tasks, request)
                 if progress is not None:

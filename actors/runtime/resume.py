@@ -22,12 +22,14 @@ from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.recording import run_started_of
 from actors.runtime import waiting
+from actors.runtime.archive import refuse_if_archived
 from actors.runtime.engine import Engine
 from actors.runtime.runs import advise
 from actors.runtime.teams import Chains, team_for_replay, team_for_resume
+from actors.tasks.agreement import run_wal_name
 from actors.tasks.manager import CALL_TIMEOUT
 from eventlog.errors import ReplayDivergence
-from eventlog.ids import validate_session_id, wal_name_for
+from eventlog.ids import validate_session_id
 from eventlog.records import StoredEvent
 
 
@@ -57,7 +59,7 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
         TaskWalUnavailable: the run's Task WAL is corrupt (a bad line before its end).
     """
     sid = validate_session_id(session_id)
-    engine.store.read_session(sid)
+    refuse_if_archived(engine.store.read_session(sid), "resuming")
     if engine.is_owned(sid) and not engine.holds(sid):
         raise SessionBusy(f"session {sid} is in use by another process")
     interrupted = engine.interrupted_runs(sid)
@@ -72,7 +74,8 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     for ev in engine.store.read_runs_under(sid, run_id):
         if ev.run_id is not None:
             by_run.setdefault(ev.run_id, []).append(ev)
-    wal = engine.task_manager(sid).open(wal_name_for(run_id)).get(timeout=CALL_TIMEOUT)
+    name = run_wal_name(run_id, by_run.get(run_id, []))
+    wal = engine.task_manager(sid).open(name).get(timeout=CALL_TIMEOUT)
     if not wal.available:
         # Re-executing against a WAL that cannot be read would only show up later as a
         # divergence of the run ("expected todo_updated…"), hiding the real cause.
@@ -142,6 +145,7 @@ def _reexecute(
 ) -> RunOutcome:
     sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
     started = run_started_of(by_run[run_id])
+    inputs = RunInputs.from_metadata(started.metadata)
     with engine.live_run(sid):
         engine.lock(sid)
         try:
@@ -155,11 +159,16 @@ def _reexecute(
                 live_allowed=True,
                 replay_log=replay_log,
                 roster=roster,
+                flow=inputs.flow,
             )
             if cancel is not None:
                 env.cancel.cancel(cancel, "external")
-            inputs = RunInputs.from_metadata(started.metadata)
-            request = RunRequest(run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs)
+            request = RunRequest(
+                run_id=run_id,
+                parent_node_id=started.start_node_id,
+                inputs=inputs,
+                attempt=started.attempt,
+            )
             outcome = execute(env, engine.task_manager(sid), request)
             if outcome.status != "interrupted":  # else the writer may be what failed
                 engine.writer.flush()

@@ -15,7 +15,8 @@ from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunInputs, RunSettings, tool_records
+from actors.replay.inputs import FLOW, RunInputs, RunSettings, tool_records
+from actors.runtime.archive import refuse_if_archived
 from actors.runtime.context_inputs import context_record
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.teams import team_for_run
@@ -96,6 +97,7 @@ def prepare_run(
     try:
         engine.lock(sid)
         row = engine.store.read_session(sid)
+        refuse_if_archived(row, "a new run")
         runs = engine.store.read_runs(sid)
         if any(r.status in OPEN_RUN_STATUSES for r in runs):
             raise NeedsResume(
@@ -117,6 +119,7 @@ def prepare_run(
             settings=settings,
             team=roster.record(),
             context=context,
+            flow=FLOW,
         ).in_oldest_version()
         request = RunRequest(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs

@@ -21,10 +21,11 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
-from actors.runtime import cancelling, replayer, runs
+from actors.runtime import cancelling, replayer, retry, runs
 from actors.runtime import follow as following
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
+from actors.runtime.archive import archive_session, refuse_if_archived
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
@@ -43,7 +44,7 @@ from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
-from projections.tree import NodeTree, check_switch_target
+from projections.tree import NodeTree, check_branch_target
 
 #: Fresh session ids to try before giving up: 20 collisions of a 16-bit suffix in one
 #: second do not happen by chance.
@@ -231,6 +232,11 @@ class Runtime(RuntimeWaits):
         """Return the session's main (Brain) runs in start order."""
         return self._engine.main_runs(session_id)
 
+    def wal_names(self, session_id: str) -> list[str]:
+        """Return the Task WAL name of each main run, in run order (``<name>.wal.jsonl``
+        under ``session_dir(id)/.clew/tasks/<id>/``)."""
+        return self._engine.wal_names(session_id)
+
     def interrupted_runs(self, session_id: str) -> list[str]:
         """Runs the store says are running/pending while no live process owns the session."""
         return self._engine.interrupted_runs(session_id)
@@ -238,20 +244,24 @@ class Runtime(RuntimeWaits):
     def switch_node(self, session_id: str, node_id: str) -> str | None:
         """Move the session's active node to ``node_id``; return the previous one.
 
-        Any existing node may become active (seed rule); the next run's user message
-        then starts a new branch there. Nothing is deleted.
+        The next run's user message starts a new branch there (seed 004: a new branch
+        starts only at a user message), so the node must be one of the session's own
+        conversation where a user message may follow. Nothing is deleted.
 
         Raises:
             UnknownNode: no such node in the session.
+            BranchRefused: a worker's node, or an assistant turn waiting for tool results.
+            ArchivedSession: the session is archived.
             SessionBusy: a live process owns the session.
         """
         sid = validate_session_id(session_id)
         self._engine.refuse_if_read_only(f"switching the active node of {sid}")
         row = self.store.read_session(sid)
+        refuse_if_archived(row, "switching its active node")
         self.lock(sid)
         try:
             tree = NodeTree.from_rows(self.store.read_nodes(sid), row.active_node_id)
-            check_switch_target(tree, node_id)
+            check_branch_target(tree, node_id, row.root_agent_id)
             self.writer.append(
                 AppendRequest(
                     session_id=sid,
@@ -262,6 +272,10 @@ class Runtime(RuntimeWaits):
         finally:
             self.unlock(sid)
         return row.active_node_id
+
+    def archive(self, session_id: str, reason: str = "") -> bool:
+        """Archive the session (``session_archived``); see :meth:`Session.archive`."""
+        return archive_session(self._engine, session_id, reason)
 
     def session_dir(self, session_id: str) -> Path:
         """Return the session's project directory (where its Task WALs live).
@@ -379,6 +393,20 @@ class Runtime(RuntimeWaits):
             InvalidSessionId, UnknownSession: ``session_id`` is given and bad or unknown.
         """
         return verifying.verify(self._engine, session_id, progress=progress)
+
+    def retry(
+        self,
+        session_id: str,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> RunOutcome:
+        """Retry the session's failed last run; see :meth:`Session.retry`."""
+        return retry.retry_session(
+            self._engine, session_id, model=model, tools=tools, settings=settings, team=team
+        )
 
     def run(
         self,

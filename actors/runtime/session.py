@@ -124,3 +124,35 @@ class Session(SessionWaits):
     def cancel(self, reason: str = "cancelled") -> CancelReport:
         """Cancel this session's run in progress; see :meth:`Runtime.cancel`."""
         return self.runtime.cancel(self.id, reason)
+
+    def retry(
+        self,
+        *,
+        model: ModelArg,
+        tools: Sequence[Tool] = (),
+        settings: RunSettings | None = None,
+        team: Team | None = None,
+    ) -> RunOutcome:
+        """Retry the failed last run: a new attempt (``run_started.attempt`` + 1) that
+        answers the same user message again, under it (docs/runtime.md, "Retry").
+
+        ``model``/``tools``/``team`` as for :meth:`run` (no team: the recorded one).
+
+        Raises:
+            NothingToRetry: the last run did not fail (or there is none).
+            NeedsResume: the session has an interrupted run.
+            ArchivedSession: the session is archived.
+            SessionBusy: a live process owns the session.
+        """
+        return self.runtime.retry(self.id, model=model, tools=tools, settings=settings, team=team)
+
+    def archive(self, reason: str = "") -> bool:
+        """Archive the session: it stays readable and refuses every write from now on.
+
+        Returns False when it was archived already (nothing written).
+
+        Raises:
+            NeedsResume: the session has an interrupted run.
+            SessionBusy: a live process owns the session.
+        """
+        return self.runtime.archive(self.id, reason)

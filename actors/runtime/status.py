@@ -17,6 +17,8 @@ status                when
 ``completed``         the last main run completed
 ``cancelled``         the last main run was cancelled
 ``failed``            the last main run failed (or was aborted)
+``refused``           the last main run was refused by the input guardrail
+``archived``          the session is archived (final: it only reads from now on)
 ====================  ==================================================================
 
 A status this module does not know yet (a run status added later) is shown as stored.
@@ -85,6 +87,8 @@ def session_info(
     """Return the summary line of the session ``row`` whose runs are ``runs``."""
     sid = row.session_id
     status = session_status(sid, runs, owned=owned)
+    if row.status == "archived":  # final: an archived session takes no run again
+        status = "archived"
     return SessionInfo(
         session_id=sid,
         status=status,

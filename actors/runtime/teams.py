@@ -16,7 +16,12 @@ from actors.models.chains import ModelArg, model_chains
 from actors.models.protocol import Model
 from actors.models.providers import model_from_spec
 from actors.models.tools import Tool, ToolRegistry
-from actors.orchestration.roster import Roster, needs_output_models, roster_from_record
+from actors.orchestration.roster import (
+    Roster,
+    needs_check_callables,
+    needs_output_models,
+    roster_from_record,
+)
 from actors.orchestration.team import ModelLookup, Team, resolve
 from actors.replay.inputs import RunInputs
 from actors.replay.recording import RecordedModel, recorded_models, recorded_tools
@@ -72,6 +77,12 @@ def team_for_resume(
         raise UsageError(
             f"the run's team has typed output (roles {', '.join(typed)}); pass its team to"
             " resume it (team=…, or clew run --team)"
+        )
+    callables = needs_check_callables(inputs.team)
+    if callables:
+        raise UsageError(
+            f"the run's team has checks that are Python callables ({', '.join(callables)});"
+            " pass its team to go on with it (team=…)"
         )
     chains = model_chains(model)
     lookup = model_lookup(chains, environ)

@@ -1,5 +1,6 @@
 """Verify sessions: the events' hash chain holds, projections rebuilt from events equal
-the stored rows, every artifact file holds the bytes it was written with, every Task WAL
+the stored rows, each ended run's usage equals the sum of its ``token_usage`` events (the
+usage projection), every artifact file holds the bytes it was written with, every Task WAL
 of the session replays, and each ended main run's WAL agrees with its log.
 
 What ``Runtime.verify`` returns and ``clew verify`` prints. Verification only reads:
@@ -16,13 +17,16 @@ from pathlib import PurePosixPath
 import msgspec
 
 from actors.errors import ProjectDirGone
+from actors.replay.inputs import flow_of
 from actors.runtime.engine import Engine
-from actors.tasks.agreement import disagreements
+from actors.tasks.agreement import disagreements, run_wal_name
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError, IntegrityError
-from eventlog.ids import validate_session_id, wal_name_for
+from eventlog.ids import owning_main_run, validate_session_id
 from eventlog.store import EventStore
+from projections.usage import Totals
+from projections.verify import usage_differences
 from projections.verify import verify as verify_projections
 
 
@@ -77,6 +81,7 @@ def check_session(engine: Engine, session_id: str) -> SessionCheck:
         events = report.events
         problems += [f"integrity: {p}" for p in report.integrity_errors]
         problems += [str(d) for d in report.differences]
+        problems += usage_problems(engine.store, sid, report.usage_by_run)
         problems += artifact_problems(engine.store, sid)
     except IntegrityError as e:
         problems.append(f"integrity: {e}")
@@ -101,20 +106,39 @@ def _check_wals(engine: Engine, sid: str) -> tuple[list[TaskWalReport], list[str
     """Replay the session's Task WALs read-only and compare each ended main run's with its
     log; return the reports and the problems found."""
     mains = engine.main_runs(sid)
+    events = {run_id: engine.store.read_run(sid, run_id) for run_id in mains}
+    names = [run_wal_name(run_id, events[run_id]) for run_id in mains]
     try:
-        found = inspect_wals(engine.session_dir(sid), sid, mains)
+        found = inspect_wals(engine.session_dir(sid), sid, names)
         gone = None
     except ProjectDirGone as e:
         found, gone = [], e
     problems = [f"task WAL {w.name}: {w.error}" for w, _ in found if not w.available]
     by_name = {w.name: (w, tasks) for w, tasks in found}
-    for run_id in mains:
-        report, tasks = by_name.get(wal_name_for(run_id), (None, []))
-        problems += disagreements(run_id, engine.store.read_run(sid, run_id), report, tasks)
+    for run_id, name in zip(mains, names, strict=True):
+        report, tasks = by_name.get(name, (None, []))
+        problems += disagreements(run_id, events[run_id], report, tasks)
     if gone is not None and problems:
         # Every WAL is "missing" because the directory is: say that once, not per run.
         problems = [str(gone)]
     return [w for w, _ in found], problems
+
+
+def usage_problems(
+    store: EventStore, session_id: str, usage_by_run: dict[str, Totals]
+) -> list[str]:
+    """Compare each ended run's ``usage_json`` with the usage projection of its events.
+
+    Runs of a main run recorded before flow 2 are skipped: that flow left the router's
+    call out of the main run's usage (and a failed run's calls out of its), so those
+    rows differ by design, and their events are what they are.
+    """
+    runs = store.read_runs(session_id)
+    legacy = {
+        r.run_id for r in runs if r.run_id == owning_main_run(r.run_id) and flow_of(r.metadata) < 2
+    }
+    skip = [r.run_id for r in runs if owning_main_run(r.run_id) in legacy]
+    return [str(d) for d in usage_differences(runs, usage_by_run, skip)]
 
 
 def artifact_problems(store: EventStore, session_id: str) -> list[str]:

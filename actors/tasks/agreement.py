@@ -35,6 +35,17 @@ def _phase(status: str) -> str:
     return "not started" if status in _NOT_STARTED else status
 
 
+def run_wal_name(run_id: str, events: Sequence[StoredEvent]) -> str:
+    """Return the Task WAL name of main run ``run_id`` from its events: the task name its
+    (last) ``todo_planned`` records, else — a run recorded before flow 2, or one that has
+    not planned yet — the name derived from its id."""
+    name = ""
+    for e in events:
+        if isinstance(e.event, TodoPlanned):
+            name = e.event.task_name
+    return name or wal_name_for(run_id)
+
+
 def planned_statuses(events: Sequence[StoredEvent]) -> dict[str, str] | None:
     """Return each planned task's last status in a main run's events, if the run ended.
 
@@ -71,7 +82,7 @@ def disagreements(
     planned = planned_statuses(events)
     if not planned:
         return []
-    name = wal_name_for(run_id)
+    name = run_wal_name(run_id, events)
     if report is None or not report.exists:
         return [
             f"task WAL {name}: missing, though run {run_id} planned {len(planned)} tasks"

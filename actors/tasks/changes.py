@@ -15,6 +15,7 @@ from eventlog.taskwal import (
     TaskRemoved,
     TaskStatus,
     TaskStatusChanged,
+    WalStarted,
 )
 from projections.taskdag import TaskDag
 
@@ -23,13 +24,21 @@ class _Change(msgspec.Struct, frozen=True, kw_only=True, tag_field="change"):
     """Base of a change request sent to the task manager."""
 
 
+class StartWal(_Change, frozen=True, kw_only=True, tag="start_wal"):
+    """Write the WAL's header: the main run (and plan task name) it holds."""
+
+    run_id: str
+    task_name: str = ""
+
+
 class CreateTask(_Change, frozen=True, kw_only=True, tag="create_task"):
-    """Add a task that waits for ``deps``."""
+    """Add a task that waits for ``deps`` to complete and ``after`` to settle."""
 
     task_id: str
     title: str
     owner: str
     deps: list[str] = msgspec.field(default_factory=list)
+    after: list[str] = msgspec.field(default_factory=list)
 
 
 class AddDependency(_Change, frozen=True, kw_only=True, tag="add_dependency"):
@@ -53,7 +62,7 @@ class RemoveTask(_Change, frozen=True, kw_only=True, tag="remove_task"):
     task_id: str
 
 
-TaskChange = CreateTask | AddDependency | SetStatus | RemoveTask
+TaskChange = StartWal | CreateTask | AddDependency | SetStatus | RemoveTask
 
 
 class TaskWalReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,8 +88,12 @@ class TaskWalReport(msgspec.Struct, frozen=True, kw_only=True):
 
 def to_event(dag: TaskDag, change: TaskChange) -> TaskEvent:
     match change:
-        case CreateTask(task_id=tid, title=title, owner=owner, deps=deps):
-            return TaskCreated(task_id=tid, title=title, owner=owner, deps=list(deps))
+        case StartWal(run_id=run_id, task_name=name):
+            return WalStarted(run_id=run_id, task_name=name)
+        case CreateTask(task_id=tid, title=title, owner=owner, deps=deps, after=after):
+            return TaskCreated(
+                task_id=tid, title=title, owner=owner, deps=list(deps), after=list(after)
+            )
         case AddDependency(task_id=tid, depends_on=dep):
             return TaskDependencyAdded(task_id=tid, depends_on=dep)
         case SetStatus(task_id=tid, to_status=dst, result_summary=summary):

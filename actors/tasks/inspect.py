@@ -14,21 +14,21 @@ from pathlib import Path
 
 from actors.tasks.changes import TaskWalReport
 from eventlog.errors import TaskGraphError, TaskWalError
-from eventlog.ids import wal_name_for
 from eventlog.taskwal import WAL_SUFFIX, list_wal_names, replay_wal, wal_dir
 from projections.taskdag import Task, TaskDag
 
 
 def inspect_wals(
-    project_dir: Path, sid: str, run_ids: Sequence[str]
+    project_dir: Path, sid: str, run_wals: Sequence[str]
 ) -> list[tuple[TaskWalReport, list[Task]]]:
-    """Replay every Task WAL of the session read-only: the main runs' first, then any other.
+    """Replay every Task WAL of the session read-only: the main runs' first (``run_wals``:
+    their WAL names, in run order), then any other.
 
     Same rules as ``TaskManager.open`` (a DAG-refused line makes the WAL unavailable),
     but ``repair=False``: a read-only command never changes a file.
     """
     directory = wal_dir(project_dir, sid)
-    names = [wal_name_for(r) for r in run_ids]
+    names = list(dict.fromkeys(run_wals))
     try:
         found = list_wal_names(project_dir, sid)
     except TaskWalError as e:
@@ -37,7 +37,7 @@ def inspect_wals(
         return [(_unavailable(n, directory / f"{n}{WAL_SUFFIX}", e), []) for n in names]
     names += [n for n in found if n not in names]
     # The latest main run's WAL is listed even before its first line is written.
-    latest = wal_name_for(run_ids[-1]) if run_ids else None
+    latest = run_wals[-1] if run_wals else None
     out: list[tuple[TaskWalReport, list[Task]]] = []
     for name in names:
         path = directory / f"{name}{WAL_SUFFIX}"

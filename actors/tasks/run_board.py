@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from actors.tasks.changes import CreateTask, SetStatus
+from actors.tasks.changes import CreateTask, SetStatus, StartWal, TaskChange
 from actors.tasks.manager import CALL_TIMEOUT, TaskManagerProxy
 from eventlog.events import Todo
 
@@ -33,11 +33,20 @@ class RunTaskBoard:
         self.name = name
         self.report = tasks.open(name).get(timeout=CALL_TIMEOUT)
 
-    def plan(self, todos: Sequence[Todo]) -> None:
-        """Ensure every todo is a task of the DAG."""
+    def plan(self, todos: Sequence[Todo], header: StartWal | None = None) -> None:
+        """Ensure the WAL starts with ``header`` (if given) and every todo is a task."""
         dag = self.tasks.snapshot(self.name).get(timeout=CALL_TIMEOUT)
-        changes = [
-            CreateTask(task_id=t.id, title=t.title, owner=t.owner_role, deps=list(t.deps))
+        changes: list[TaskChange] = []
+        if header is not None and dag.header is None and not len(dag):
+            changes.append(header)
+        changes += [
+            CreateTask(
+                task_id=t.id,
+                title=t.title,
+                owner=t.owner_role,
+                deps=list(t.deps),
+                after=list(t.after),
+            )
             for t in todos
             if t.id not in dag
         ]

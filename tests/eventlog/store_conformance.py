@@ -502,7 +502,11 @@ class StoreConformance:
         )
 
     def test_materialised_rows_belong_to_their_session_only(self, session: EventStore) -> None:
-        append(session, created(OTHER), req(AgentCreated(agent_id="a9", agent_type="main"), OTHER))
+        append(
+            session,
+            created(OTHER),
+            req(AgentCreated(agent_id="a9", agent_type="orchestrator"), OTHER),
+        )
         assert [] == session.read_agents(SID)
         assert ["a9"] == [a.agent_id for a in session.read_agents(OTHER)]
 
@@ -512,7 +516,7 @@ class StoreConformance:
         append(
             session,
             created(OTHER),
-            req(AgentCreated(agent_id="a9", agent_type="main"), OTHER),
+            req(AgentCreated(agent_id="a9", agent_type="orchestrator"), OTHER),
             req(RunStarted(run_id="r9", agent_id="a9"), OTHER, run_id="r9"),
         )
         agents_before, runs_before = session.read_agents(OTHER), session.read_runs(OTHER)

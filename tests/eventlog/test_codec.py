@@ -21,7 +21,15 @@ from eventlog.codec import (
     upcaster,
 )
 from eventlog.errors import DecodeError
-from eventlog.events import EVENT_TYPES, Event, TokenUsage, Usage, event_type_of
+from eventlog.events import (
+    EVENT_TYPES,
+    AgentCreated,
+    Event,
+    RunEnded,
+    TokenUsage,
+    Usage,
+    event_type_of,
+)
 from eventlog.packets import Packet
 from tests.strategies import content_blocks, event_of_type, events, packets
 
@@ -82,6 +90,35 @@ def test_a_v1_token_usage_is_upcast_to_the_nested_v2_shape() -> None:
     }
     expected = TokenUsage(model="m", usage=Usage(input_tokens=10, output_tokens=3))
     assert expected == decode_event(json.dumps(v1))
+
+
+@pytest.mark.parametrize(
+    ("v1_status", "status"),
+    [
+        ("completed", "completed"),
+        ("aborted", "cancelled"),
+        ("queued", "failed"),
+        ("running", "failed"),
+    ],
+)
+def test_a_v1_run_ended_is_read_with_an_end_status(v1_status: str, status: str) -> None:
+    v1 = {"event_type": "run_ended", "run_id": "r", "status": v1_status, "end_reason": "failed"}
+
+    event = decode_event(json.dumps(v1))
+
+    assert isinstance(event, RunEnded)
+    assert (status, 2) == (event.status, event.schema_version)
+    kept = {} if v1_status == status else {"v1_status": v1_status}
+    assert kept == event.outcome
+
+
+def test_a_v1_main_agent_is_read_as_the_orchestrator() -> None:
+    v1 = {"event_type": "agent_created", "agent_id": "a", "agent_type": "main"}
+
+    event = decode_event(json.dumps(v1))
+
+    assert isinstance(event, AgentCreated)
+    assert ("orchestrator", 2) == (event.agent_type, event.schema_version)
 
 
 def test_a_payload_without_schema_version_is_read_as_version_1() -> None:

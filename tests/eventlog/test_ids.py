@@ -15,6 +15,7 @@ from eventlog.clock import ManualClock, SystemClock
 from eventlog.errors import ClewError, InvalidSessionId
 from eventlog.ids import (
     MAX_SESSION_ID_LEN,
+    MAX_TASK_NAME_LEN,
     SESSION_ID_RE,
     DerivedIds,
     agent_run_id,
@@ -22,12 +23,16 @@ from eventlog.ids import (
     handoff_id,
     main_run_id,
     main_run_of,
+    owning_main_run,
     seed_for,
     session_of,
     stable_hash,
+    task_name,
+    unique_task_name,
     validate_session_id,
     worker_agent_id,
 )
+from eventlog.taskwal import validate_wal_name
 
 BAD_SESSION_IDS: list[object] = [
     "../x",
@@ -168,3 +173,39 @@ def test_main_run_of_names_the_main_run_of_a_worker_and_nothing_else() -> None:
     assert [None, None, None] == [
         main_run_of(x) for x in ("sess_1:brain", run, worker_agent_id("sess_1:a1:r1", "w1"))
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Fix the login bug!", "fix-the-login-bug"),
+        ("  --Ünïcode & spaces--  ", "n-code-spaces"),
+        ("snake_case_kept", "snake_case_kept"),
+        ("!!!", "plan"),
+        ("", "plan"),
+    ],
+)
+def test_a_task_name_is_the_text_sanitised(text: str, expected: str) -> None:
+    assert expected == task_name(text)
+
+
+@given(st.text(max_size=300))
+def test_every_task_name_is_a_valid_wal_name_even_with_a_suffix(text: str) -> None:
+    name = unique_task_name(task_name(text), {task_name(text)})
+    assert len(task_name(text)) <= MAX_TASK_NAME_LEN
+    assert name == validate_wal_name(name)
+
+
+def test_a_taken_task_name_gets_the_first_free_number() -> None:
+    assert ("a", "a-2", "a-3") == (
+        unique_task_name("a", set()),
+        unique_task_name("a", {"a"}),
+        unique_task_name("a", {"a", "a-2"}),
+    )
+
+
+def test_a_worker_run_belongs_to_its_main_run() -> None:
+    assert ("s:brain:r2", "s:brain:r2") == (
+        owning_main_run("s:brain:r2/w1:r1"),
+        owning_main_run("s:brain:r2"),
+    )

@@ -67,9 +67,21 @@ def test_each_line_is_one_json_object_with_seq_version_time_and_tagged_event(
     expected = (
         b'{"seq":1,"v":1,"at":"2026-01-01T00:00:00.001000+00:00","event":'
         b'{"event_type":"task_created","task_id":"a","title":"Write the parser",'
-        b'"owner":"coder","deps":[]}}\n'
+        b'"owner":"coder","deps":[],"after":[]}}\n'
     )
     assert expected == path.read_bytes()
+
+
+def test_a_line_written_before_after_existed_reads_with_no_after_edges(tmp_path: Path) -> None:
+    path = tmp_path / "t.wal.jsonl"
+    path.write_bytes(
+        b'{"seq":1,"v":1,"at":"2026-01-01T00:00:00.001000+00:00","event":'
+        b'{"event_type":"task_created","task_id":"a","title":"T","owner":"coder","deps":[]}}\n'
+    )
+
+    [record] = replay_wal(path).records
+
+    assert TaskCreated(task_id="a", title="T", owner="coder") == record.event
 
 
 def test_appends_continue_the_seq_after_a_reopen_without_gaps(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import apsw
 from _processes import child_env
 
 from actors.cli import main
+from actors.runtime.runtime import Runtime
 from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, link
 
 
@@ -150,5 +151,8 @@ def copy_where(where: Where, dest: Path, *, symlinks: bool = False) -> Where:
 
 
 def main_wal(where: Where, sid: str, n: int = 1) -> Path:
-    """Return the Task WAL of the session's ``n``-th main run."""
-    return where.project / ".clew" / "tasks" / sid / f"{sid}_brain_r{n}.wal.jsonl"
+    """Return the Task WAL of the session's ``n``-th main run (named after its task, as
+    the run's ``todo_planned`` records)."""
+    with Runtime(where.home, where.project, read_only=True) as rt:
+        name = rt.wal_names(sid)[n - 1]
+    return where.project / ".clew" / "tasks" / sid / f"{name}.wal.jsonl"

@@ -164,6 +164,9 @@ def run_session(
         assert again.identical, again.summary()
     checked = verify(rt.store, session.id)
     assert checked.ok, checked
+    # The runtime's verify too: usage_json against token_usage, the Task WAL against the log.
+    verified = rt.verify(session.id)
+    assert verified.ok, verified.sessions[0].problems
     return Recorded(rt=rt, sid=session.id, outcome=outcome, events=events)
 
 

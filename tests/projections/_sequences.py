@@ -239,7 +239,7 @@ def session_histories(  # noqa: C901, PLR0912, PLR0915
         elif op == "run_end" and h.open_runs:
             run_id = draw(st.sampled_from(h.open_runs))
             h.open_runs.remove(run_id)
-            status = draw(st.sampled_from(["completed", "failed", "aborted", "cancelled"]))
+            status = draw(st.sampled_from(["completed", "failed", "cancelled"]))
             h.add(
                 draw,
                 RunEnded(

@@ -25,7 +25,7 @@ stored = partial(stored_event, agent_id="main")
 def history(*events: Event) -> list[StoredEvent]:
     head: list[Event] = [
         SessionCreated(session_id="s1", cwd="/", root_agent_id="main"),
-        AgentCreated(agent_id="main", agent_type="main", role="brain"),
+        AgentCreated(agent_id="main", agent_type="orchestrator", role="brain"),
     ]
     return [stored(i, e) for i, e in enumerate([*head, *events], start=1)]
 

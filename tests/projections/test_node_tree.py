@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from _events import node
 from _events import stored_event as stored
 from _sequences import stored_histories
 from hypothesis import given, settings
 
+from eventlog.blocks import ToolCallBlock
 from eventlog.errors import IntegrityError
 from eventlog.events import ActiveNodeSwitched, Event, Node, NodeAppended
 from eventlog.records import NodeRow, StoredEvent
@@ -15,6 +17,7 @@ from projections.errors import BranchRefused, UnknownNode
 from projections.tree import (
     NodeTree,
     check_branch_point,
+    check_branch_target,
     check_switch_target,
     fold,
     rebuild,
@@ -165,6 +168,29 @@ def test_a_second_child_must_be_a_user_message() -> None:
         check_branch_point(tree, "a1", "assistant")
     with pytest.raises(BranchRefused):
         check_branch_point(tree, "a1", "user", "system_note")
+
+
+def test_a_second_answer_may_grow_from_a_user_message_as_a_retry_does() -> None:
+    tree = branched_tree()  # u1 already has a child, a1
+
+    check_branch_point(tree, "u1", "assistant", "plan_instruction")
+    with pytest.raises(BranchRefused, match="must start at a user message"):
+        check_branch_point(tree, "a1", "assistant", "plan_instruction")
+
+
+def test_a_switch_goes_only_where_the_next_user_message_may_start_a_branch() -> None:
+    worker = msgspec.structs.replace(node("w1", None), agent_id="worker")
+    calling = node("a4", "a2", "assistant", ToolCallBlock(id="c1", name="lookup"))
+    tree = rebuild(events_of(node("u1", None), node("a2", "u1", "assistant"), worker, calling))
+
+    check_branch_target(tree, "a2", "a")  # an answer: the next message branches there
+    check_branch_target(tree, "u1", "a")
+    with pytest.raises(BranchRefused, match="belongs to worker's isolated context"):
+        check_branch_target(tree, "w1", "a")
+    with pytest.raises(BranchRefused, match="waiting for its tool results"):
+        check_branch_target(tree, "a4", "a")
+    with pytest.raises(UnknownNode):
+        check_branch_target(tree, "zz", "a")
 
 
 def test_a_new_root_is_always_allowed_and_an_unknown_parent_never() -> None:

@@ -18,6 +18,7 @@ from eventlog.taskwal import (
     TaskRemoved,
     TaskStatus,
     TaskStatusChanged,
+    WalStarted,
 )
 from projections.taskdag import LEGAL_TRANSITIONS, Task, TaskDag
 
@@ -34,6 +35,11 @@ ALL_STATUSES: tuple[TaskStatus, ...] = (
 
 def created(tid: str, *deps: str) -> TaskCreated:
     return TaskCreated(task_id=tid, title=f"do {tid}", owner="coder", deps=list(deps))
+
+
+def waiting_after(tid: str, *after: str) -> TaskCreated:
+    """A task that waits *after* ``after`` (settled, not necessarily completed)."""
+    return TaskCreated(task_id=tid, title=f"do {tid}", owner="coder", after=list(after))
 
 
 def moved(tid: str, src: TaskStatus, dst: TaskStatus, summary: str = "") -> TaskStatusChanged:
@@ -290,12 +296,71 @@ def test_a_copy_is_independent_and_equal_until_changed() -> None:
     assert Task(task_id="a", title="do a", owner="coder", status="ready") == snap.get("a")
 
 
+# --- waiting after (the primary after the workers) ---------------------------------------
+
+
+def test_a_task_after_others_stays_pending_until_each_settled_and_a_failure_does_not_block_it() -> (
+    None
+):
+    dag = TaskDag.rebuild([created("w1"), created("w2"), waiting_after("primary", "w1", "w2")])
+    assert "pending" == dag.status("primary")  # (a crash here: never shown ready too early)
+
+    run(dag, "w1", "failed")
+    assert "pending" == dag.status("primary")
+    run(dag, "w2")
+
+    assert "ready" == dag.status("primary")
+    assert ["primary"] == dag.ready()
+
+
+def test_a_blocked_task_counts_as_settled_for_a_task_after_it() -> None:
+    dag = TaskDag.rebuild(
+        [created("w1"), created("w2", "w1"), waiting_after("primary", "w1", "w2")]
+    )
+    run(dag, "w1", "failed")
+
+    assert ("blocked", "ready") == (dag.status("w2"), dag.status("primary"))
+
+
+def test_after_edges_count_for_cycles_order_removal_and_the_board() -> None:
+    dag = TaskDag.rebuild([created("w1"), waiting_after("primary", "w1"), created("review")])
+    with pytest.raises(TaskGraphError, match="would close the cycle"):
+        dag.apply(TaskDependencyAdded(task_id="w1", depends_on="primary"))
+    with pytest.raises(TaskGraphError, match=r"w1.*cannot be removed: primary depend"):
+        dag.apply(TaskRemoved(task_id="w1"))
+    with pytest.raises(TaskGraphError, match="already depends"):
+        dag.apply(TaskDependencyAdded(task_id="primary", depends_on="w1"))
+
+    assert ["w1", "primary", "review"] == dag.topological_order()
+    assert ("w1",) == dag.get("primary").after
+    assert "[pending] primary: do primary (@coder) after w1" in dag.task_board()
+
+
+def test_a_task_listing_a_task_in_deps_and_after_is_refused() -> None:
+    dag = TaskDag.rebuild([created("a")])
+    event = TaskCreated(task_id="b", title="b", owner="x", deps=["a"], after=["a"])
+
+    with pytest.raises(TaskGraphError, match="lists dependency 'a' twice"):
+        dag.apply(event)
+
+
+def test_a_wal_header_is_its_first_line_only() -> None:
+    dag = TaskDag()
+    dag.apply(WalStarted(run_id="sess_x:brain:r1", task_name="fix-bug"))
+    assert "sess_x:brain:r1" == (dag.header.run_id if dag.header else None)
+    with pytest.raises(TaskGraphError, match="first line"):
+        dag.apply(WalStarted(run_id="sess_x:brain:r2"))
+    with pytest.raises(TaskGraphError, match="first line"):
+        TaskDag.rebuild([created("a"), WalStarted(run_id="r")])
+
+
 # --- properties ---------------------------------------------------------------------------
 
 IDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])
 EVENTS = st.one_of(
     st.builds(created, IDS),
     st.builds(created, IDS, IDS),
+    st.builds(waiting_after, IDS, IDS),
     st.builds(lambda t, d: TaskDependencyAdded(task_id=t, depends_on=d), IDS, IDS),
     st.builds(moved, IDS, st.sampled_from(ALL_STATUSES), st.sampled_from(ALL_STATUSES)),
     st.builds(lambda t: TaskRemoved(task_id=t), IDS),
@@ -309,7 +374,9 @@ def naive_status(dag: TaskDag, tid: str, stored: dict[str, TaskStatus]) -> TaskS
     deps = [naive_status(dag, d, stored) for d in dag.get(tid).deps]
     if any(s in ("failed", "cancelled", "blocked") for s in deps):
         return "blocked"
-    return "ready" if all(s == "completed" for s in deps) else "pending"
+    after = [naive_status(dag, d, stored) for d in dag.get(tid).after]
+    settled = all(s in ("completed", "failed", "cancelled", "blocked") for s in after)
+    return "ready" if all(s == "completed" for s in deps) and settled else "pending"
 
 
 @settings(max_examples=150, deadline=None)
@@ -346,4 +413,4 @@ def test_incremental_state_equals_rebuild_and_the_definition_of_status(
     order = dag.topological_order()
     assert sorted(stored) == sorted(order)
     position = {tid: i for i, tid in enumerate(order)}
-    assert all(position[d] < position[t.task_id] for t in dag.tasks() for d in t.deps)
+    assert all(position[d] < position[t.task_id] for t in dag.tasks() for d in (*t.deps, *t.after))

@@ -91,7 +91,11 @@ BASE = [
     Step(
         event=SessionCreated(session_id=SESSION_ID, cwd="/p", root_agent_id="main"), created_at="t0"
     ),
-    Step(event=AgentCreated(agent_id="main", agent_type="main"), created_at="t1", agent_id="main"),
+    Step(
+        event=AgentCreated(agent_id="main", agent_type="orchestrator"),
+        created_at="t1",
+        agent_id="main",
+    ),
     Step(
         event=RunStarted(run_id="run_1", agent_id="main"),
         created_at="t2",

@@ -173,9 +173,10 @@ def test_show_json_lists_every_node_with_the_active_path_marked(
 ) -> None:
     where, sid = recorded
     doc = invoke(where, "show", sid, "--json").json()
-    assert f"{sid}:brain:r1:n4" == doc["active_node_id"]
-    assert [f"{sid}:brain:r1:n{i}" for i in (1, 2, 3, 4)] == doc["active_path"]
-    assert 18 == len(doc["nodes"])
+    # The Brain: prompt, plan, task board, task board after the pool, summaries, answer.
+    assert f"{sid}:brain:r1:n6" == doc["active_node_id"]
+    assert [f"{sid}:brain:r1:n{i}" for i in range(1, 7)] == doc["active_path"]
+    assert 20 == len(doc["nodes"])
     assert f"{sid}:brain:r1:n1" == doc["roots"][0]
     on_path = [n["node_id"] for n in doc["nodes"] if n["on_active_path"]]
     assert doc["active_path"] == on_path
@@ -187,7 +188,8 @@ def test_show_draws_the_tree_with_the_active_node_highlighted(
     where, sid = recorded
     result = invoke(where, "show", sid)
     assert 0 == result.code
-    assert "▶ brain:r1:n4 assistant/message" in result.out
+    assert "▶ brain:r1:n6 assistant/message" in result.out
+    assert "brain:r1:n3 user/task_board" in result.out
     # A worker's context is folded to one line under its main run; --all expands it.
     assert "▸ brain:r1/w1:r1 · 4 nodes" in result.out
     assert "brain:r1/w1:r1:n1 user/task_instruction" not in result.out
@@ -209,7 +211,7 @@ def test_timeline_filters_by_run_and_by_type(recorded: tuple[Where, str]) -> Non
         "run_ended",
         "--json",
     ).json()
-    assert [("run_started", 1), ("run_ended", 34)] == [
+    assert [("run_started", 1), ("run_ended", 36)] == [
         (e["event_type"], e["run_seq"]) for e in doc["events"]
     ]
     everything = invoke(where, "timeline", sid, "--json").json()["events"]
@@ -326,7 +328,8 @@ def test_verify_finds_a_corrupt_task_wal_and_exits_1(demo_copy: tuple[Where, str
     result = invoke(where, "verify", sid, "--json")
     assert 1 == result.code
     [problem] = result.json()["sessions"][0]["problems"]
-    assert problem.startswith(f"task WAL {sid}_brain_r1:") and ":3:" in problem
+    # The demo's WAL is named after its plan's task (the run id is in its first line).
+    assert problem.startswith("task WAL notes-app-plan:") and ":3:" in problem
     tasks = invoke(where, "tasks", sid, "--json").json()
     assert (False, []) == (tasks["wal"]["available"], tasks["tasks"])
 
@@ -351,7 +354,7 @@ def test_switch_node_moves_the_active_node_and_show_follows(
     assert 0 == result.code, result.err
     assert {
         "session_id": sid,
-        "from_node_id": f"{sid}:brain:r1:n4",
+        "from_node_id": f"{sid}:brain:r1:n6",
         "to_node_id": f"{sid}:brain:r1:n2",
     } == result.json()
     doc = invoke(where, "show", sid, "--json").json()

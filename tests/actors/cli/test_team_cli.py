@@ -254,4 +254,5 @@ def test_demo_records_no_team_so_its_events_are_those_of_a_run_without_one(
         for r in rows
         if r["event_type"] == RunStarted.__struct_config__.tag and r["run_id"].endswith(":brain:r1")
     ]
-    assert (None, 3) == (main.get("team"), main["inputs_version"])
+    # No team recorded: the default team (its version is flow 2's, 5, like any new run's).
+    assert (None, 5) == (main.get("team"), main["inputs_version"])

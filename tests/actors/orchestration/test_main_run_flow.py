@@ -43,7 +43,6 @@ from eventlog.events import (
     TokenUsage,
     WorkerResultReceived,
 )
-from eventlog.ids import wal_name_for
 
 PROMPT = "Compare three note-taking apps and recommend one."
 
@@ -230,7 +229,8 @@ def test_a_failed_upstream_blocks_its_dependents_which_never_run(
     assert [s.worker_run("w1")] == s.worker_runs()
     blocked = [t.todo_id for t in s.of(TodoUpdated) if t.status == "blocked"]
     assert ["w2", "w3"] == blocked
-    dag = rt.task_manager(s.sid).snapshot(wal_name_for(s.brain_run)).get()
+    [wal] = rt.wal_names(s.sid)
+    dag = rt.task_manager(s.sid).snapshot(wal).get()
     assert ("failed", "blocked", "blocked") == tuple(dag.status(t) for t in ("w1", "w2", "w3"))
     primary_input = s.model_inputs(s.brain_run)[-1]
     assert f"{s.ctx('w2')} [sink] blocked" in primary_input
@@ -601,8 +601,9 @@ def test_a_main_run_writes_the_events_docs_runtime_md_lists_in_order(rt: Runtime
     model_call = ["model_requested", "model_responded", "token_usage", "node_appended"]
     assert [
         "run_started", "agent_created", "agent_status_changed", "node_appended",
-        *model_call, "todo_planned",
+        *model_call, "todo_planned", "node_appended",  # the task board (flow 2)
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
+        "node_appended",  # the task board after the pool (flow 2)
         "todo_updated", "node_appended", *model_call, "todo_updated",
         "todo_updated", "handoff_sent", "worker_result_received", "todo_updated",
         "agent_status_changed", "run_ended",

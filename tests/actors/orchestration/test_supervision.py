@@ -141,7 +141,9 @@ def test_a_worker_whose_model_chain_fails_is_a_failed_result_and_the_brain_compl
     (ended,) = s.of(RunEnded, run_id)
     assert ("failed", "failed") == (ended.status, ended.end_reason)
     assert "failed" == s.of(AgentStatusChanged, run_id)[-1].status
-    assert f"{s.ctx('w1')} [doomed] failed: worker failed:" in s.model_inputs(s.brain_run)[-1]
+    primary_input = s.model_inputs(s.brain_run)[-1]
+    assert f"{s.ctx('w1')} [doomed] failed\\n  goal: " in primary_input
+    assert "summary: worker failed: ModelError: provider down" in primary_input
 
 
 class RaisingModel:

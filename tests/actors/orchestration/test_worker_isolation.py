@@ -115,4 +115,6 @@ def test_the_primary_gets_worker_summaries_never_their_transcripts(session: Reco
         assert f"{name.upper()}-SUMMARY" in primary_input
         assert f"{name.upper()}-THINKING" not in primary_input
         assert f"{name.upper()}-TOOL-OUTPUT" not in primary_input
-    assert f"- {session.ctx('w1')} [alpha] completed: ALPHA-SUMMARY" in primary_input
+    # (the model input is JSON: a newline in the summaries block reads as \n there)
+    assert f"- {session.ctx('w1')} [alpha] completed\\n" in primary_input
+    assert "summary: ALPHA-SUMMARY" in primary_input

@@ -18,7 +18,9 @@ from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.models.protocol import ModelSettings
 from actors.orchestration.team import Role, Team
 from actors.replay.inputs import (
+    FLOW,
     INPUTS_VERSION,
+    CheckRecord,
     ContextRecord,
     RoleRecord,
     RunInputs,
@@ -73,14 +75,17 @@ def test_a_version_1_record_carries_no_inputs_version_key_and_no_later_field() -
     )
 
 
-def test_todays_runs_record_the_oldest_version_that_holds_their_inputs(
+def test_todays_runs_record_flow_2_in_the_oldest_version_that_holds_it(
     recorded_metadata: list[dict[str, Any]],
 ) -> None:
     main_run = recorded_metadata[0]
-    # Every new run manages its context (token counts, budgets): it records version 3.
-    assert 3 == main_run["inputs_version"]
+    # Flow 2 came with version 5: every new run records version 5, its flow and its context.
+    assert (5, FLOW) == (main_run["inputs_version"], main_run["flow"])
     assert {"budget": 0.8, "windows": {}, "instructions": None} == main_run["context"]
-    assert 3 == RunInputs.from_metadata(main_run).inputs_version
+    assert (5, FLOW) == (
+        RunInputs.from_metadata(main_run).inputs_version,
+        RunInputs.from_metadata(main_run).flow,
+    )
 
     timed = RunInputs(prompt="hi", settings=RunSettings(tool_timeout_s=5.0))
     written = timed.in_oldest_version().to_metadata()
@@ -165,15 +170,20 @@ run_inputs = st.builds(
     models=st.dictionaries(short_texts, st.lists(short_texts, min_size=1, max_size=3), max_size=3),
     tools=st.lists(tool_records, max_size=3),
     settings=run_settings,
+    flow=st.integers(min_value=1, max_value=FLOW),
+    user_node_id=st.none() | short_texts,
+    retry_of=st.none() | short_texts,
     inputs_version=st.integers(min_value=1, max_value=INPUTS_VERSION),
 ).map(
-    # A record of a version before settings.tool_timeout_s can only hold its default.
-    lambda i: (
-        i
-        if i.inputs_version >= 2
-        else msgspec.structs.replace(
-            i, settings=msgspec.structs.replace(i.settings, tool_timeout_s=300.0)
-        )
+    # A record of a version before a field was added can only hold its default.
+    lambda i: msgspec.structs.replace(
+        i,
+        settings=(
+            i.settings
+            if i.inputs_version >= 2
+            else msgspec.structs.replace(i.settings, tool_timeout_s=300.0)
+        ),
+        **({} if i.inputs_version >= 5 else {"flow": 1, "user_node_id": None, "retry_of": None}),
     )
 )
 
@@ -215,8 +225,25 @@ TEAM = TeamRecord(
         ({"team": TEAM}, 2),
         ({"context": ContextRecord()}, 3),
         ({"settings": RunSettings(context_budget=0.5)}, 3),
+        ({"flow": 2}, 5),
+        ({"retry_of": "s:brain:r1", "user_node_id": "s:brain:r1:n1"}, 5),
+        (
+            {"team": msgspec.structs.replace(TEAM, checks=[CheckRecord(name="t", command="make")])},
+            5,
+        ),
     ],
-    ids=["nothing-new", "plain-tool", "tool-policy", "dispatch-bound", "team", "context", "budget"],
+    ids=[
+        "nothing-new",
+        "plain-tool",
+        "tool-policy",
+        "dispatch-bound",
+        "team",
+        "context",
+        "budget",
+        "flow-2",
+        "retry",
+        "team-checks",
+    ],
 )
 def test_a_run_records_the_oldest_version_that_holds_its_inputs(
     changes: dict[str, Any], version: int
@@ -268,7 +295,7 @@ def test_a_version_2_record_leaves_out_the_context_and_its_settings() -> None:
     assert None is RunInputs.from_metadata(written).context
 
 
-def test_a_team_run_records_version_3_with_the_resolved_team(tmp_path: Path) -> None:
+def test_a_team_run_records_the_resolved_team(tmp_path: Path) -> None:
     lookup, note = demo_tools(tmp_path)
     team = Team(
         instructions="Plan apps.",
@@ -288,7 +315,7 @@ def test_a_team_run_records_version_3_with_the_resolved_team(tmp_path: Path) -> 
         ]
 
     inputs = RunInputs.from_metadata(started.metadata)
-    assert (3, 3) == (started.metadata["inputs_version"], inputs.inputs_version)
+    assert (5, 5) == (started.metadata["inputs_version"], inputs.inputs_version)
     assert inputs.team is not None
     assert "Plan apps." == inputs.team.instructions
     assert [("researcher", ["lookup"], None), ("lead", ["save_note"], "researcher")] == [
@@ -332,7 +359,33 @@ def test_any_version_2_inputs_with_a_team_round_trip(
     inputs: RunInputs, team: TeamRecord, policy: str | None
 ) -> None:
     tools = [msgspec.structs.replace(t, in_doubt=policy) for t in inputs.tools]
-    current = msgspec.structs.replace(inputs, team=team, tools=tools, inputs_version=2)
+    current = msgspec.structs.replace(
+        inputs,
+        team=team,
+        tools=tools,
+        inputs_version=2,
+        # (the fields of version 3 hold their defaults in a version-2 record)
+        flow=1,
+        user_node_id=None,
+        retry_of=None,
+    )
+
+    metadata = current.to_metadata()
+
+    assert current == RunInputs.from_metadata(msgspec.json.decode(msgspec.json.encode(metadata)))
+
+
+@given(
+    run_inputs,
+    team_records,
+    st.lists(st.builds(CheckRecord, name=short_texts, command=st.none() | texts), max_size=3),
+)
+def test_any_version_5_inputs_with_checks_round_trip(
+    inputs: RunInputs, team: TeamRecord, checks: list[CheckRecord]
+) -> None:
+    current = msgspec.structs.replace(
+        inputs, team=msgspec.structs.replace(team, checks=checks), inputs_version=5
+    )
 
     metadata = current.to_metadata()
 

@@ -75,6 +75,10 @@ def _assert_recovered(home: Path, project: Path, sid: str, reference: Shape) -> 
         )
         assert [] == [k for k, c in answered.items() if c != 1]
         assert verify(rt.store, sid).ok, verify(rt.store, sid).lines()
+        # The runtime's verify too: the Task WAL (named after the recorded task name)
+        # agrees with the log, and every run's usage with its token_usage events.
+        checked = rt.verify(sid)
+        assert checked.ok, checked.sessions[0].problems
         report = rt.replay(sid)
         assert report.identical, report.summary()
     # the non-idempotent tool never ran twice: each worker's note line appears at most once

@@ -55,6 +55,8 @@ WRITES: dict[str, Callable[[Runtime], Any]] = {
     "run": lambda rt: rt.session(SID).run("hi", model=demo_model(1)),
     "resume": lambda rt: rt.resume(SID, model=demo_model(3)),
     "switch_node": lambda rt: rt.switch_node(SID, f"{SID}:brain:r1:n1"),
+    "retry": lambda rt: rt.retry(SID, model=demo_model(1)),
+    "archive": lambda rt: rt.archive(SID),
     "lock": lambda rt: rt.lock(SID),
     "task_manager": lambda rt: rt.task_manager(SID),
     "writer": lambda rt: rt.writer.append(

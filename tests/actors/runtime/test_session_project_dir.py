@@ -25,7 +25,6 @@ from _processes import child_env
 from actors.cli import main
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime.runtime import Runtime
-from eventlog.ids import wal_name_for
 
 WORKERS = 3
 
@@ -72,8 +71,12 @@ def interrupted_demo(tmp_path: Path) -> tuple[Path, Path, str]:
     return home, project, done.stdout.split()[1]
 
 
+#: The demo's Task WAL: named after its plan's task name (flow 2).
+DEMO_WAL = "notes-app-plan"
+
+
 def wal_of(project: Path, sid: str) -> Path:
-    return project / ".clew" / "tasks" / sid / f"{wal_name_for(f'{sid}:brain:r1')}.wal.jsonl"
+    return project / ".clew" / "tasks" / sid / f"{DEMO_WAL}.wal.jsonl"
 
 
 def test_a_resume_from_another_directory_finishes_the_sessions_own_task_wal(
@@ -157,7 +160,7 @@ def test_verify_fails_when_an_ended_runs_task_wal_is_missing(
     wal_of(project, sid).unlink()
 
     assert [
-        f"task WAL {wal_name_for(f'{sid}:brain:r1')}: missing, though run {sid}:brain:r1"
+        f"task WAL {DEMO_WAL}: missing, though run {sid}:brain:r1"
         " planned 5 tasks (written in another project directory?)"
     ] == problems(rt, sid)
     rt.close()
@@ -174,7 +177,7 @@ def test_verify_fails_when_an_ended_runs_task_wal_is_stale(
 
     (problem,) = problems(rt, sid)
 
-    assert problem.startswith(f"task WAL {wal_name_for(f'{sid}:brain:r1')}: stale: ")
+    assert problem.startswith(f"task WAL {DEMO_WAL}: stale: ")
     assert "primary is ready where the log says completed" in problem
     rt.close()
 

@@ -6,12 +6,14 @@ and copied before a test changes it.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 import pytest
+from _cli_helpers import reseal
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.runtime.runtime import Runtime
@@ -59,7 +61,7 @@ def test_a_fresh_demo_session_verifies_ok_with_its_task_wal(rt: Runtime, recorde
     [check] = report.sessions
     assert (sid, True, []) == (check.session_id, check.ok, check.problems)
     assert 0 < check.events == rt.store.count_events(sid)
-    assert [(f"{sid}_brain_r1", True)] == [(w.name, w.available) for w in check.wals]
+    assert [("notes-app-plan", True)] == [(w.name, w.available) for w in check.wals]
 
 
 def test_one_session_is_verified_alone_and_none_verifies_every_session(
@@ -111,3 +113,65 @@ def test_an_unknown_or_invalid_session_id_is_refused(
 ) -> None:
     with pytest.raises(error):
         rt.verify(session_id)
+
+
+def test_a_run_whose_usage_differs_from_its_token_usage_events_fails_verification(
+    copy: Home,
+) -> None:
+    # A run_ended that under-reports (as flow 1 left the router out), with the runs row to
+    # match and the chain resealed: only the usage projection can tell.
+    home, project, (tampered, _) = copy
+    run = f"{tampered}:brain:r1"
+    conn = apsw.Connection(str(home / "sessions.sqlite"))
+    try:
+        [(seq, payload)] = conn.execute(
+            f"SELECT seq, payload_json FROM events_{tampered}"
+            " WHERE run_id = ? AND event_type = 'run_ended'",
+            (run,),
+        )
+        event = json.loads(payload)
+        real = dict(event["usage"])
+        event["usage"]["input_tokens"] -= 7
+        conn.execute(
+            f"UPDATE events_{tampered} SET payload_json = ? WHERE seq = ?",
+            (json.dumps(event), seq),
+        )
+        conn.execute(
+            "UPDATE runs SET usage_json = ? WHERE run_id = ?", (json.dumps(event["usage"]), run)
+        )
+    finally:
+        conn.close()
+    reseal(home, tampered)
+
+    with Runtime(home, project) as rt:
+        [check] = rt.verify(tampered).sessions
+
+    assert [f"runs[{run}].usage_json: expected {real!r}, actual {event['usage']!r}"] == (
+        check.problems
+    )
+
+
+def test_a_session_recorded_by_an_older_clew_is_not_held_to_the_usage_rule(copy: Home) -> None:
+    # Flow 1 (clew 0.1) left the router out of the main run's usage: its rows stay as
+    # recorded, and verify accepts them (the golden sessions prove it on real recordings).
+    home, project, (sid, _) = copy
+    run = f"{sid}:brain:r1"
+    conn = apsw.Connection(str(home / "sessions.sqlite"))
+    try:
+        [(metadata,)] = conn.execute("SELECT metadata_json FROM runs WHERE run_id = ?", (run,))
+        legacy = {k: v for k, v in json.loads(metadata).items() if k != "flow"}
+        conn.execute(
+            "UPDATE runs SET metadata_json = ?, usage_json = ? WHERE run_id = ?",
+            (json.dumps(legacy), json.dumps({"input_tokens": 1}), run),
+        )
+    finally:
+        conn.close()
+
+    with Runtime(home, project) as rt:
+        [check] = rt.verify(sid).sessions
+
+    # The rows now differ from the rebuild (that check still holds); the usage rule is off.
+    assert [p for p in check.problems if "usage_json" in p and "metadata" not in p] == [
+        p for p in check.problems if p.startswith(f"runs[{run}].usage_json: expected {{'")
+    ]
+    assert all("token_usage" not in p for p in check.problems)

@@ -13,14 +13,14 @@ from actors.tasks.inspect import inspect_wals
 from eventlog.taskwal import wal_dir, wal_path
 
 SID = "sess_20260612_153022_a1b2"
-RUN = f"{SID}:brain:r1"
-NAME = f"{SID}_brain_r1"
+#: The main run's WAL name (``run_wals`` names the main runs' WALs, in run order).
+NAME = "fix-the-parser"
 
 
 def _report(project: Path) -> list[tuple[str, bool, bool, str | None, int]]:
     return [
         (w.name, w.exists, w.available, w.error, len(tasks))
-        for w, tasks in inspect_wals(project, SID, [RUN])
+        for w, tasks in inspect_wals(project, SID, [NAME])
     ]
 
 
@@ -57,7 +57,7 @@ def test_a_dangling_symlink_is_reported_not_taken_for_a_missing_wal(tmp_path: Pa
     path.symlink_to(tmp_path / "nowhere")
 
     assert ("extra", False) == next(
-        (w.name, w.available) for w, _ in inspect_wals(tmp_path, SID, [RUN]) if w.name == "extra"
+        (w.name, w.available) for w, _ in inspect_wals(tmp_path, SID, [NAME]) if w.name == "extra"
     )
 
 

@@ -23,7 +23,7 @@ from fake_server import FakeServer, Reply, anthropic_reply, openai_reply
 import projections
 from actors.models.protocol import Model
 from actors.models.tools import FunctionTool
-from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, WORKER_SYSTEM
+from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM_V2, WORKER_SYSTEM
 from actors.runtime.runtime import Runtime
 from eventlog.events import ModelRequested, ModelResponded, ToolCallStarted
 
@@ -63,7 +63,7 @@ def openai_session(path: str, request: Any) -> Reply:
     """Answer a Chat Completions request of the session by its system prompt."""
     messages = request["messages"]
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-    if system == ROUTER_SYSTEM:
+    if system == ROUTER_SYSTEM_V2:  # the router's prompt of flow 2
         return Reply(body=openai_reply(json.dumps(PLAN)))
     if system == WORKER_SYSTEM:
         topic = topic_of(request)
@@ -93,7 +93,7 @@ def anthropic_session(path: str, request: Any) -> Reply:
     """Answer a Messages API request of the session by its system prompt."""
     system = request.get("system", "")
     last = request["messages"][-1]["content"]
-    if system == ROUTER_SYSTEM:
+    if system == ROUTER_SYSTEM_V2:  # the router's prompt of flow 2
         return Reply(body=anthropic_reply({"type": "text", "text": json.dumps(PLAN)}))
     if system == WORKER_SYSTEM:
         topic = topic_of(request)
