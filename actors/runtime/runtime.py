@@ -23,6 +23,8 @@ from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
 from actors.runtime import cancelling, replayer, runs
 from actors.runtime import follow as following
+from actors.runtime import fork as forking
+from actors.runtime import rerun as rerunning
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
 from actors.runtime.cancelling import CancelReport
@@ -31,6 +33,7 @@ from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
 from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
+from actors.runtime.rerun import Changes, RerunReport
 from actors.runtime.resume import ResumePlan
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo, session_info
@@ -423,6 +426,57 @@ class Runtime(RuntimeWaits):
         return runs.prepare_run(
             self._engine, session_id, prompt, model=model, tools=tools, settings=settings, team=team
         )
+
+    # --- fork and rerun (docs/replay-and-recovery.md#fork-rerun-and-diff) -----------------
+
+    def fork(self, session_id: str, at: str | None = None, title: str | None = None) -> Session:
+        """Create a session whose history is ``session_id``'s path root → ``at`` (default:
+        its active node), recorded with ``parent_session_id`` and ``fork_from_node_id``.
+
+        Raises:
+            InvalidSessionId, UnknownSession: bad or unknown session.
+            UnknownNode: ``at`` is not a node of the session.
+            ReadOnlyStore: the runtime was opened read-only.
+        """
+        sid = validate_session_id(session_id)
+        node = at if at is not None else self.store.read_session(sid).active_node_id
+        return Session(self, forking.fork_session(self._engine, sid, node, title=title))
+
+    def rerun(
+        self,
+        session_id: str,
+        *,
+        run: str | None = None,
+        models: Mapping[str, ModelArg | str] | None = None,
+        tool_results: Mapping[str, Any] | None = None,
+        instructions: Mapping[str, str] | None = None,
+        prompt: str | None = None,
+        model: ModelArg | None = None,
+        tools: Sequence[Tool] | None = None,
+        title: str | None = None,
+    ) -> RerunReport:
+        """Fork the session where ``run`` (default: its last main run) started and
+        re-execute the run there with the given changes; return the report.
+
+        Every model call whose request is unchanged is served from the recording (no
+        cost); the others are asked live: ``models`` (a role's chain, or a spec string),
+        else the recorded chain built from ``model`` (by name) or from its spec. A tool
+        call gets its ``tool_results`` edit, else its recorded result, else runs live
+        (``tools``). ``instructions``: a role's new instructions; ``prompt``: a new prompt.
+
+        Raises:
+            UsageError: no such run, an unknown role or tool call id, a bad prompt.
+        """
+        changes = Changes(
+            models=dict(models or {}),
+            tool_results=dict(tool_results or {}),
+            instructions=dict(instructions or {}),
+            prompt=prompt,
+        )
+        return rerunning.rerun(
+            self._engine, session_id, run=run, changes=changes, model=model, tools=tools,
+            title=title,
+        )  # fmt: skip
 
     def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
         """Cancel the session's run in progress — in this process, in the process that
