@@ -15,6 +15,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from _runtime_helpers import route, rule, scripted, worker
 from fake_server import TEST_KEY, FakeClock, FakeServer, Reply, openai_reply
 
 import projections
@@ -22,9 +23,19 @@ from actors.demo import demo_model, demo_tools
 from actors.errors import UsageError
 from actors.models.providers import HttpOptions, OpenAIChatModel, RetryPolicy
 from actors.models.tools import FunctionTool
+from actors.orchestration import artifact_tool
 from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, WORKER_SYSTEM
+from actors.orchestration.team import Role, Team
+from actors.replay.inputs import RunInputs
+from actors.replay.recording import run_started_of
 from actors.runtime.runtime import Runtime
-from eventlog.events import NodeAppended, SessionCreated, ToolCallFinished, ToolCallStarted
+from eventlog.events import (
+    ModelRequested,
+    NodeAppended,
+    SessionCreated,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from projections.errors import UnknownNode
 from projections.history_diff import diff_sides, side_of
 
@@ -322,3 +333,67 @@ def test_a_rerun_with_another_model_for_one_worker_asks_only_that_worker_live(
     finally:
         model.close()
         other.close()
+
+
+def test_a_rerun_with_new_instructions_for_one_role_asks_only_that_role_live(
+    rt: Runtime,
+) -> None:
+    team = Team(
+        roles=[
+            Role("researcher", instructions="Cite sources."),
+            Role("writer", instructions="Write plainly."),
+        ],
+        primary="writer",
+    )
+    model = scripted(
+        route([worker("w1", "researcher", "Find facts")], primary_role="writer"),
+        rule("researcher", {"text": "Three facts."}),
+        rule("writer", {"text": "The answer."}),
+    )
+    session = rt.new_session()
+    assert "completed" == session.run("Tell me", model=model, team=team).status
+
+    report = rt.rerun(session.id, instructions={"researcher": "Cite nothing."}, model=model)
+
+    assert (2, 1) == (report.served_calls, report.live_calls)  # router and writer served
+    assert ["researcher"] == report.changes["instructions"]
+    asked = [
+        e.event
+        for e in rt.store.iter_events(report.session_id)
+        if isinstance(e.event, ModelRequested) and e.event.role == "researcher"
+    ]
+    assert ["Cite nothing." in r.system for r in asked] == [True]
+    started = run_started_of(rt.store.read_run(report.session_id, report.fork_run_id))
+    recorded = RunInputs.from_metadata(started.metadata).team
+    assert recorded is not None
+    assert {"researcher": "Cite nothing.", "writer": "Write plainly."} == {
+        r.name: r.instructions for r in recorded.roles
+    }
+    assert_sound(rt, report.session_id)
+
+
+class BigArgs(pydantic.BaseModel):
+    pass
+
+
+def test_a_fork_reads_its_parents_artifacts_without_copying_them(rt: Runtime) -> None:
+    big = FunctionTool("big", lambda args: "x" * (40 * 1024), BigArgs, idempotent=True)
+    model = scripted(
+        route([worker("w1", "researcher", "Fetch")]),
+        rule("researcher", {"tool_calls": [{"name": "big"}]}, {"text": "Fetched."}),
+    )
+    session = rt.new_session()
+    assert "completed" == session.run("Fetch it", model=model, tools=[big]).status
+    [artifact] = rt.store.read_artifacts(session.id)
+    files = sorted(p.name for p in rt.home.rglob("*") if p.is_file() and "artifacts" in p.parts)
+
+    fork = rt.fork(session.id)
+
+    assert [] == rt.store.read_artifacts(fork.id)  # no copy: a row of the parent's
+    assert files == sorted(
+        p.name for p in rt.home.rglob("*") if p.is_file() and "artifacts" in p.parts
+    )
+    found = artifact_tool._find(rt.store, fork.id, artifact.artifact_id)
+    assert found is not None
+    assert (session.id, artifact.path) == (found.session_id, found.path)
+    assert artifact_tool._find(rt.store, rt.new_session().id, artifact.artifact_id) is None
