@@ -23,7 +23,7 @@ from actors.models.tools import Tool, ToolOutput, ToolRegistry
 from actors.orchestration.brain import RunRequest
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.roster import Roster, needs_output_models, roster_from_record
-from actors.replay.inputs import RoleRecord, RunInputs, TeamRecord
+from actors.replay.inputs import RoleRecord, RunInputs, TeamRecord, tool_records
 from actors.replay.recording import read_recording, recorded_tools, run_started_of
 from actors.runtime import runs
 from actors.runtime.engine import Engine, model_names
@@ -135,6 +135,7 @@ def rerun(
         inputs,
         create_agent=True,
         models=model_names(chains),
+        tools=tool_records(roster.tools),
         team=team,
         **_prompt_fields(changes.prompt),
     )

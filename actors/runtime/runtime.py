@@ -456,27 +456,19 @@ class Runtime(RuntimeWaits):
         title: str | None = None,
     ) -> RerunReport:
         """Fork the session where ``run`` (default: its last main run) started and
-        re-execute the run there with the given changes; return the report.
-
-        Every model call whose request is unchanged is served from the recording (no
-        cost); the others are asked live: ``models`` (a role's chain, or a spec string),
-        else the recorded chain built from ``model`` (by name) or from its spec. A tool
-        call gets its ``tool_results`` edit, else its recorded result, else runs live
-        (``tools``). ``instructions``: a role's new instructions; ``prompt``: a new prompt.
+        re-execute the run there with the changes (docs/replay-and-recovery.md): a role's
+        chain (``models``), tool results by call id, a role's ``instructions``, the
+        ``prompt``. Unchanged model calls are served from the recording; the rest are
+        asked live (``model`` supplies the recorded chain's models by name; ``tools`` the
+        live tools).
 
         Raises:
             UsageError: no such run, an unknown role or tool call id, a bad prompt.
         """
-        changes = Changes(
-            models=dict(models or {}),
-            tool_results=dict(tool_results or {}),
-            instructions=dict(instructions or {}),
-            prompt=prompt,
-        )
-        return rerunning.rerun(
-            self._engine, session_id, run=run, changes=changes, model=model, tools=tools,
-            title=title,
-        )  # fmt: skip
+        changes = Changes(models=models or {}, tool_results=tool_results or {},
+                          instructions=instructions or {}, prompt=prompt)  # fmt: skip
+        return rerunning.rerun(self._engine, session_id, run=run, changes=changes,
+                               model=model, tools=tools, title=title)  # fmt: skip
 
     def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
         """Cancel the session's run in progress — in this process, in the process that

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pydantic
 import pytest
 from _runtime_helpers import route, rule, scripted, worker
@@ -171,6 +172,11 @@ def test_a_rerun_with_no_change_is_identical_in_content_and_served_entirely(
         report.outcome.status,
     )
     assert report.run_id in json.dumps(rt.store.read_session(report.session_id).metadata)
+    inputs = [
+        RunInputs.from_metadata(run_started_of(rt.store.read_run(sid, run)).metadata)
+        for sid, run in ((parent, report.run_id), (report.session_id, report.fork_run_id))
+    ]
+    assert msgspec.structs.replace(inputs[0], create_agent=True) == inputs[1]
     diff = diff_sides(
         side_of(rt.store, parent, rt.store.read_session(parent).active_node_id),
         side_of(
