@@ -93,6 +93,11 @@ def test_fork_at_a_relative_node_id_and_diff_two_nodes_of_one_session(
     assert doc["session_id"] in shown.out
     assert 0 == invoke(where, "verify", doc["session_id"]).code
 
+    # a copied node, named relative to the parent it came from
+    again = invoke(where, "fork", doc["session_id"], "--at", "brain:r1:n1", "--json")
+    assert 0 == again.code, again.err
+    assert f"{sid}:brain:r1:n1" == again.json()["fork_from_node_id"]
+
     nodes = invoke(where, "diff", sid, "brain:r1:n2", "brain:r1:n4", "--json")
     assert 1 == nodes.code
     result = nodes.json()
