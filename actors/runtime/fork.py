@@ -95,7 +95,8 @@ def fork_session(
     for i, node in enumerate(path):
         copy = NodeAppended(node=_node_of(node), activate=i == len(path) - 1)
         requests.append(AppendRequest(session_id=fork, event=copy, created_at=now))
-    # Submitted together, so the writer commits them in one batch (group commit).
+    # Submitted together: the writer usually commits them in one batch (group commit). A
+    # crash between two batches leaves a fork whose active node is not yet ``at``.
     futures = [engine.writer.submit(r) for r in requests]
     for f in futures:
         f.get(timeout=120)
