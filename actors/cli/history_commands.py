@@ -39,7 +39,7 @@ from actors.models.protocol import Model
 from actors.models.tools import Tool
 from actors.runtime.rerun import RerunReport
 from actors.runtime.runtime import Runtime
-from eventlog.errors import quoted
+from eventlog.errors import Refused, quoted
 from eventlog.records import SessionRow
 from eventlog.regular_files import MIB
 from projections.errors import UnknownNode
@@ -192,7 +192,7 @@ def _recipe(rt: Runtime, row: SessionRow, base_url: str | None) -> tuple[Any, li
             override=[],
             base_url=base_url,
         )
-    except UsageError:
+    except Refused:  # no recipe, or one that cannot be built here: the recorded specs
         return None, None
     return chain, tools or None
 
