@@ -279,7 +279,7 @@ def diff_lines(d: HistoryDiff) -> list[str]:
         lines.append(_parting(d))
         for label, side in (("A", a), ("B", b)):
             for step in side.nodes[d.common_nodes :]:
-                lines.append(f"  {label} node  {_step_line(step)}")
+                lines.append(f"  {label}  {_step_line(step)}")
         for x, y in d.differing:
             lines.append(f"  A  {_step_line(x)}")
             lines.append(f"  B  {_step_line(y)}")

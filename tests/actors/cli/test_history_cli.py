@@ -113,6 +113,27 @@ def test_fork_at_a_relative_node_id_and_diff_two_nodes_of_one_session(
     assert [] == against.json()["a"]["runs"]
 
 
+def test_rerun_with_another_model_for_one_role_serves_the_rest(
+    demo: tuple[Where, str], tmp_path: Path
+) -> None:
+    where, sid = demo
+    spec = script_model(
+        tmp_path / "analyst.json", {"role": "analyst", "replies": [{"text": "I disagree."}]}
+    )
+
+    result = invoke(where, "rerun", sid, "--with", f"analyst={spec}", "--json")
+
+    assert 0 == result.code, result.err
+    report = result.json()
+    assert {"analyst": [spec]} == report["changes"]["models"]
+    # the router and the researcher are served; the analyst, then the primary and the
+    # reviewer (whose requests now hold its new result) are asked live
+    assert (3, 3) == (report["served_calls"], report["live_calls"])
+    diff = invoke(where, "diff", sid, report["session_id"])
+    assert 1 == diff.code
+    assert "worker w2: completed: I disagree." in diff.out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
