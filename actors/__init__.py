@@ -61,6 +61,7 @@ from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.rerun import RerunReport
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
@@ -143,6 +144,7 @@ __all__ = [
     "Refused",
     "ReplayDivergence",
     "ReplayReport",
+    "RerunReport",
     "Role",
     "RunDivergence",
     "RunHandle",

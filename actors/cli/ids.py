@@ -112,13 +112,24 @@ def resolve_agent(store: EventStore, sid: str, typed: str) -> str:
 
 def resolve_node(store: EventStore, sid: str, typed: str) -> str:
     """Return the node of session ``sid`` that ``typed`` names; ``typed`` itself when none
-    does (the command then refuses it with its own message).
+    does (the command then refuses it with its own message). In a fork, a node copied
+    from its parent may also be named relative to the parent (``brain:r1:n2``).
 
     Raises:
         AmbiguousId: several nodes start with ``typed``.
     """
-    found = pick("node", typed, [n.node_id for n in store.read_nodes(sid)], session_id=sid)
-    return typed if found is None else found
+    nodes = [n.node_id for n in store.read_nodes(sid)]
+    # A fork's copied nodes keep their parent's ids: relative to the parent, or to its own.
+    session: str | None = sid
+    seen: set[str] = set()
+    while session is not None and session not in seen:
+        seen.add(session)
+        found = pick("node", typed, nodes, session_id=session)
+        if found is not None:
+            return found
+        parent = store.read_session(session).parent_session_id
+        session = parent if parent is not None and store.session_exists(parent) else None
+    return typed
 
 
 def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:

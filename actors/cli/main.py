@@ -16,6 +16,7 @@ import typer
 # The command modules register their commands on the app when imported.
 from actors.cli import (
     check_commands,
+    history_commands,
     hitl_commands,
     live_commands,
     read_commands,
@@ -39,6 +40,7 @@ COMMAND_MODULES = (
     hitl_commands,
     tail,
     usage_command,
+    history_commands,
     session_commands,
 )
 

@@ -21,6 +21,8 @@ from actors.models.tools import ToolRegistry
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import AgentSpec, Conversation
 from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, ResultPart, ToolResultBlock
+from eventlog.records import ArtifactRow
+from eventlog.store import EventStore
 
 READ_ARTIFACT: Final = "read_artifact"
 #: The largest page one call returns, in bytes (about 4k tokens).
@@ -59,12 +61,9 @@ class ReadArtifactTool:
         if args.artifact_id not in self.allowed:
             raise ValueError(f"no artifact {args.artifact_id!r} is referenced in your context")
         env = self._env
-        rows = [
-            r for r in env.store.read_artifacts(env.session_id) if r.artifact_id == args.artifact_id
-        ]
-        if not rows:
+        row = _find(env.store, env.session_id, args.artifact_id)
+        if row is None:
             raise ValueError(f"artifact {args.artifact_id!r} is not in this session")
-        row = rows[0]
         size = row.size_bytes or 0
         if args.offset >= size:
             return f"artifact {row.artifact_id}: {size} bytes; offset {args.offset} is past its end"
@@ -73,6 +72,19 @@ class ReadArtifactTool:
         end = args.offset + used
         more = f"; the next page starts at offset {end}" if end < size else "; that is the end"
         return f"artifact {row.artifact_id}: bytes {args.offset}–{end} of {size}{more}\n{text}"
+
+
+def _find(store: EventStore, session_id: str | None, artifact_id: str) -> ArtifactRow | None:
+    """Return the artifact's row: the session's, else a fork's parent's (a fork shares
+    the content of the history it was copied from, never a copy of it)."""
+    seen: set[str] = set()
+    while session_id is not None and session_id not in seen:
+        seen.add(session_id)
+        for r in store.read_artifacts(session_id):
+            if r.artifact_id == artifact_id:
+                return r
+        session_id = store.read_session(session_id).parent_session_id
+    return None
 
 
 def _utf8_page(data: bytes, *, at_end: bool) -> tuple[str, int]:

@@ -21,30 +21,32 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
-from actors.runtime import cancelling, replayer, retry, runs
+from actors.runtime import cancelling, replayer, retry, runs, switching
 from actors.runtime import follow as following
+from actors.runtime import fork as forking
+from actors.runtime import rerun as rerunning
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
-from actors.runtime.archive import archive_session, refuse_if_archived
+from actors.runtime.archive import archive_session
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
 from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
+from actors.runtime.rerun import Changes, RerunReport
 from actors.runtime.resume import ResumePlan
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo, session_info
 from actors.runtime.verify import VerifyReport
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
-from eventlog.events import ActiveNodeSwitched, SessionCreated
+from eventlog.events import SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
-from projections.tree import NodeTree, check_branch_target
 
 #: Fresh session ids to try before giving up: 20 collisions of a 16-bit suffix in one
 #: second do not happen by chance.
@@ -254,24 +256,7 @@ class Runtime(RuntimeWaits):
             ArchivedSession: the session is archived.
             SessionBusy: a live process owns the session.
         """
-        sid = validate_session_id(session_id)
-        self._engine.refuse_if_read_only(f"switching the active node of {sid}")
-        row = self.store.read_session(sid)
-        refuse_if_archived(row, "switching its active node")
-        self.lock(sid)
-        try:
-            tree = NodeTree.from_rows(self.store.read_nodes(sid), row.active_node_id)
-            check_branch_target(tree, node_id, row.root_agent_id)
-            self.writer.append(
-                AppendRequest(
-                    session_id=sid,
-                    event=ActiveNodeSwitched(from_node_id=row.active_node_id, to_node_id=node_id),
-                    created_at=self.clock.now(),
-                )
-            )
-        finally:
-            self.unlock(sid)
-        return row.active_node_id
+        return switching.switch_node(self._engine, session_id, node_id)
 
     def archive(self, session_id: str, reason: str = "") -> bool:
         """Archive the session (``session_archived``); see :meth:`Session.archive`."""
@@ -451,6 +436,49 @@ class Runtime(RuntimeWaits):
         return runs.prepare_run(
             self._engine, session_id, prompt, model=model, tools=tools, settings=settings, team=team
         )
+
+    # --- fork and rerun (docs/replay-and-recovery.md#fork-rerun-and-diff) -----------------
+
+    def fork(self, session_id: str, at: str | None = None, title: str | None = None) -> Session:
+        """Create a session whose history is ``session_id``'s path root → ``at`` (default:
+        its active node), recorded with ``parent_session_id`` and ``fork_from_node_id``.
+
+        Raises:
+            InvalidSessionId, UnknownSession: bad or unknown session.
+            UnknownNode: ``at`` is not a node of the session.
+            ReadOnlyStore: the runtime was opened read-only.
+        """
+        sid = validate_session_id(session_id)
+        node = at if at is not None else self.store.read_session(sid).active_node_id
+        return Session(self, forking.fork_session(self._engine, sid, node, title=title))
+
+    def rerun(
+        self,
+        session_id: str,
+        *,
+        run: str | None = None,
+        models: Mapping[str, ModelArg | str] | None = None,
+        tool_results: Mapping[str, Any] | None = None,
+        instructions: Mapping[str, str] | None = None,
+        prompt: str | None = None,
+        model: ModelArg | None = None,
+        tools: Sequence[Tool] | None = None,
+        title: str | None = None,
+    ) -> RerunReport:
+        """Fork the session where ``run`` (default: its last main run) started and
+        re-execute the run there with the changes (docs/replay-and-recovery.md): a role's
+        chain (``models``), tool results by call id, a role's ``instructions``, the
+        ``prompt``. Unchanged model calls are served from the recording; the rest are
+        asked live (``model`` supplies the recorded chain's models by name; ``tools`` the
+        live tools).
+
+        Raises:
+            UsageError: no such run, an unknown role or tool call id, a bad prompt.
+        """
+        changes = Changes(models=models or {}, tool_results=tool_results or {},
+                          instructions=instructions or {}, prompt=prompt)  # fmt: skip
+        return rerunning.rerun(self._engine, session_id, run=run, changes=changes,
+                               model=model, tools=tools, title=title)  # fmt: skip
 
     def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
         """Cancel the session's run in progress — in this process, in the process that
