@@ -408,6 +408,28 @@ class HookDecided(_Event, frozen=True, kw_only=True, tag="hook_decided"):
     arguments: dict[str, Any] | None = None
 
 
+class ResumedPastDivergence(_Event, frozen=True, kw_only=True, tag="resumed_past_divergence"):
+    """A resume (``--from-divergence``) went on live where today's code left the recording.
+
+    Written into the diverged run: its recorded events from ``run_seq`` up to this one are
+    no longer followed (``abandoned`` of them); what the run records after this event is
+    what today's code did. A replay compares the run up to ``run_seq``, then follows the
+    events after this one. ``seq``/``recorded_type``: the first abandoned event;
+    ``current_type``: what today's code emitted instead; ``reason``: the divergence.
+    ``next_node``: the run's node counter goes on from here (the abandoned events hold
+    node ids up to it), so no id is reused.
+    """
+
+    LEVEL: ClassVar[Level] = "warning"
+    run_seq: int
+    seq: int
+    recorded_type: str
+    current_type: str
+    reason: str
+    abandoned: int
+    next_node: int = 0
+
+
 Event = (
     SessionCreated
     | SessionArchived
@@ -441,6 +463,7 @@ Event = (
     | RunResumed
     | ClarificationAnswered
     | HookDecided
+    | ResumedPastDivergence
 )
 
 EVENT_TYPES: dict[str, type[_Event]] = {
@@ -478,6 +501,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         RunResumed,
         ClarificationAnswered,
         HookDecided,
+        ResumedPastDivergence,
     )
 }
 
