@@ -269,6 +269,14 @@ def resume(
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
+    from_divergence: Annotated[
+        bool,
+        typer.Option(
+            "--from-divergence",
+            help="where today's code diverges from the recording, keep the recorded prefix,"
+            " record it (resumed_past_divergence) and go on live",
+        ),
+    ] = False,
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
     where = where_from(home, project)
@@ -291,9 +299,15 @@ def resume(
         chosen = team_file or (recipe.team if recipe is not None else None)
         team = _team(chosen, tools, base_url) if chosen is not None else None
         try:
-            outcome = rt.resume(sid, model=models, tools=tools, team=team)
+            outcome = rt.resume(
+                sid, model=models, tools=tools, team=team, from_divergence=from_divergence
+            )
         except ReplayDivergence as e:
-            fail(str(e))
+            # A refusal (exit 2): nothing was written; the flag is the way past it.
+            past = (
+                "" if from_divergence else f" (clew resume {sid} --from-divergence goes on past it)"
+            )
+            fail(f"{e}{past}", code=2)
         except StoreError as e:
             # An environment failure (disk full, I/O error, a lock held too long): say so,
             # and that the session is still there to resume.

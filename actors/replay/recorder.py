@@ -294,9 +294,12 @@ class RunRecorder:
         and for a model request what changed in the request (a tool's description…)."""
         diff = diff_values(_builtins(rec.event), _builtins(ev))
         if isinstance(rec.event, ModelRequested) and self._request is not None:
-            seen = {d.path for d in diff}
-            more = request_change(rec.event, self._options.recorded_specs, self._request)
-            diff += [d for d in more if d.path not in seen]
+            # The request's view of a field wins (a text gets its diff even on one line).
+            more = {
+                d.path: d
+                for d in request_change(rec.event, self._options.recorded_specs, self._request)
+            }
+            diff = [more.pop(d.path, d) for d in diff] + list(more.values())
         return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
 
     def _go_past(self, d: Divergence, event: Event) -> None:
