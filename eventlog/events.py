@@ -10,7 +10,7 @@ defaults, a field's type never changes, old versions are upcast in
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -409,16 +409,8 @@ class HookDecided(_Event, frozen=True, kw_only=True, tag="hook_decided"):
 
 
 class ResumedPastDivergence(_Event, frozen=True, kw_only=True, tag="resumed_past_divergence"):
-    """A resume (``--from-divergence``) went on live where today's code left the recording.
-
-    Written into the diverged run: its recorded events from ``run_seq`` up to this one are
-    no longer followed (``abandoned`` of them); what the run records after this event is
-    what today's code did. A replay compares the run up to ``run_seq``, then follows the
-    events after this one. ``seq``/``recorded_type``: the first abandoned event;
-    ``current_type``: what today's code emitted instead; ``reason``: the divergence.
-    ``next_node``: the run's node counter goes on from here (the abandoned events hold
-    node ids up to it), so no id is reused.
-    """
+    """A resume went on live where today's code left the run's recording (its events from
+    ``run_seq`` up to this one are no longer followed); see docs/events.md."""
 
     LEVEL: ClassVar[Level] = "warning"
     run_seq: int
@@ -466,44 +458,7 @@ Event = (
     | ResumedPastDivergence
 )
 
-EVENT_TYPES: dict[str, type[_Event]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (
-        SessionCreated,
-        SessionArchived,
-        AgentCreated,
-        AgentStatusChanged,
-        RunStarted,
-        RunEnded,
-        NodeAppended,
-        ActiveNodeSwitched,
-        ModelRequested,
-        ModelResponded,
-        ModelFailed,
-        ToolCallStarted,
-        ToolCallFinished,
-        ToolFailed,
-        InDoubtResolved,
-        HandoffSent,
-        WorkerResultReceived,
-        WorkerFailed,
-        PlanRejected,
-        ArtifactCreated,
-        TokenUsage,
-        ClarificationRequested,
-        TodoPlanned,
-        TodoUpdated,
-        FixIteration,
-        RunCancelling,
-        ApprovalRequested,
-        ApprovalDecided,
-        RunWaiting,
-        RunResumed,
-        ClarificationAnswered,
-        HookDecided,
-        ResumedPastDivergence,
-    )
-}
+EVENT_TYPES: dict[str, type[_Event]] = {cls.__struct_config__.tag: cls for cls in get_args(Event)}
 
 
 def event_type_of(event: Event) -> str:

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -18,6 +19,7 @@ from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs
 from actors.replay.log import ReplayLog
@@ -25,7 +27,7 @@ from actors.replay.options import ReplayOptions, ToolTally
 from actors.replay.recording import read_recording, recorded_specs, run_started_of
 from actors.replay.report import LiveToolsCount, ReplayReport, build_report
 from actors.runtime.engine import Engine
-from actors.runtime.teams import team_for_replay
+from actors.runtime.teams import Chains, team_for_replay
 from actors.tasks.manager import task_manager
 from eventlog.ids import validate_session_id
 
@@ -65,25 +67,13 @@ def replay_session(
             for i, run_id in enumerate(mains):
                 started = run_started_of(by_run[run_id])
                 inputs = RunInputs.from_metadata(started.metadata)
-                roster, chains = team_for_replay(inputs, team, tools, model)
-                env = SessionEnv(
-                    session_id=sid,
-                    store=engine.store,
-                    writer=None,
-                    clock=engine.clock,
-                    models=chains,
-                    tools=roster.tools,
-                    roster=roster,
-                    project_dir=scratch,
-                    settings=inputs.settings,
-                    recording=by_run,
-                    live_allowed=False,
-                    replay_log=log,
-                    artifact_threshold=engine.store.artifact_threshold,
+                env = _replay_env(
+                    engine, sid, inputs, team_for_replay(inputs, team, tools, model),
+                    project_dir=scratch, recording=by_run, replay_log=log,
                     replay_options=ReplayOptions(
                         recorded_specs=recorded_specs(inputs), live_tools=live_tools, tally=tally
                     ),
-                )
+                )  # fmt: skip
                 request = RunRequest(
                     run_id=run_id, parent_node_id=started.start_node_id, inputs=inputs
                 )
@@ -97,4 +87,25 @@ def replay_session(
         return report
     return msgspec.structs.replace(
         report, live_tools=LiveToolsCount(ran=tally.ran, not_run=tally.not_run)
+    )
+
+
+def _replay_env(
+    engine: Engine, sid: str, inputs: RunInputs, team: tuple[Roster, Chains], **kw: Any
+) -> SessionEnv:
+    """Return the environment of a replayed run: no writer, never live; ``kw``: the rest."""
+    roster, chains = team
+    return SessionEnv(
+        session_id=sid,
+        store=engine.store,
+        writer=None,
+        clock=engine.clock,
+        models=chains,
+        tools=roster.tools,
+        roster=roster,
+        project_dir=Path(),  # replaced by the replay's scratch directory
+        settings=inputs.settings,
+        live_allowed=False,
+        artifact_threshold=engine.store.artifact_threshold,
+        **kw,
     )

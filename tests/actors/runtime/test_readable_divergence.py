@@ -182,5 +182,5 @@ def test_without_live_tools_a_changed_tool_output_still_replays_identically(
 
 def test_live_tools_without_tools_to_run_is_refused(demo: tuple[Runtime, str, Path]) -> None:
     rt, sid, _ = demo
-    with pytest.raises(UsageError, match="live tools needs today.s tools"):
+    with pytest.raises(UsageError, match="live tools needs today"):
         rt.replay(sid, live_tools=True)
