@@ -86,7 +86,8 @@ class Consequences(msgspec.Struct, frozen=True, kw_only=True):
             out += f"; {_runs(len(self.runs_not_recorded))} ran but never recorded"
         if self.other_divergences:
             same = f", {self.same_change} at the same field" if self.same_change else ""
-            out += f"; {_runs(len(self.other_divergences))} more diverged{same}"
+            n = len(self.other_divergences)
+            out += f"; {n} more {'run' if n == 1 else 'runs'} diverged{same}"
         return out
 
 

@@ -103,7 +103,6 @@ def _replay_env(
         models=chains,
         tools=roster.tools,
         roster=roster,
-        project_dir=Path(),  # replaced by the replay's scratch directory
         settings=inputs.settings,
         live_allowed=False,
         artifact_threshold=engine.store.artifact_threshold,
