@@ -53,8 +53,10 @@ from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
+from actors.replay.divergence import Consequences, FirstDivergence
 from actors.replay.inputs import RunInputs, RunSettings
-from actors.replay.report import ReplayReport, RunDivergence
+from actors.replay.report import LiveToolsCount, ReplayReport, RunDivergence
+from actors.replay.request_diff import describe_request_change
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
@@ -105,6 +107,7 @@ __all__ = [
     "BrainTaskContext",
     "CancelReport",
     "ClewError",
+    "Consequences",
     "ContentBlock",
     "ContextRef",
     "Decision",
@@ -113,6 +116,7 @@ __all__ = [
     "Edit",
     "FaultPlan",
     "FieldDiff",
+    "FirstDivergence",
     "FunctionTool",
     "HandoffPacket",
     "Hooks",
@@ -120,6 +124,7 @@ __all__ = [
     "IntegrityError",
     "InvalidSessionId",
     "JsonBlock",
+    "LiveToolsCount",
     "Message",
     "Model",
     "ModelError",
@@ -174,6 +179,7 @@ __all__ = [
     "VerifyReport",
     "WaitState",
     "WorkerResult",
+    "describe_request_change",
     "load_script",
     "tool",
 ]
