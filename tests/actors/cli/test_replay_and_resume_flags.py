@@ -55,6 +55,8 @@ def test_a_resume_after_a_prompt_change_is_refused_then_goes_on_with_from_diverg
     finally:
         store.close()
     assert 0 == invoke(empty, "verify", sid).code
+    timeline = invoke(empty, "timeline", sid)
+    assert "recorded events no longer followed" in timeline.out
     replayed = invoke(empty, "replay", sid, "--json")
     assert (0, True) == (replayed.code, replayed.json()["identical"]), replayed.out
 
