@@ -41,7 +41,8 @@ def test_a_resume_after_a_prompt_change_is_refused_then_goes_on_with_from_diverg
 
     refused = invoke(empty, "resume", sid)
     assert 2 == refused.code, refused.out + refused.err
-    (line,) = refused.err_lines()
+    assert ["error: "] == [x[:7] for x in refused.err_lines()], refused.err
+    line = refused.err_lines()[0]
     assert "resume refused" in line
     assert f"clew resume {sid} --from-divergence" in line
     assert before == count_events(empty.home, sid)
