@@ -56,8 +56,10 @@ from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
 from actors.replay.diff import FieldDiff
+from actors.replay.divergence import Consequences, FirstDivergence
 from actors.replay.inputs import RunInputs, RunSettings
-from actors.replay.report import ReplayReport, RunDivergence
+from actors.replay.report import LiveToolsCount, ReplayReport, RunDivergence
+from actors.replay.request_diff import describe_request_change
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
@@ -111,6 +113,7 @@ __all__ = [
     "CancelReport",
     "Check",
     "ClewError",
+    "Consequences",
     "ContentBlock",
     "ContextRef",
     "Decision",
@@ -119,6 +122,7 @@ __all__ = [
     "Edit",
     "FaultPlan",
     "FieldDiff",
+    "FirstDivergence",
     "FunctionTool",
     "HandoffPacket",
     "Hooks",
@@ -126,6 +130,7 @@ __all__ = [
     "IntegrityError",
     "InvalidSessionId",
     "JsonBlock",
+    "LiveToolsCount",
     "Message",
     "Model",
     "ModelError",
@@ -182,6 +187,7 @@ __all__ = [
     "VerifyReport",
     "WaitState",
     "WorkerResult",
+    "describe_request_change",
     "load_script",
     "tool",
 ]

@@ -77,6 +77,8 @@ def _first_difference(diff: list[FieldDiff]) -> str:
     """Name the first difference; a changed text by its changed lines, not its whole value."""
     if not diff:
         return ""
+    # A hash only says *that* a request changed: name what changed in it first.
+    diff = [d for d in diff if d.path != "request_hash"] or diff
     text = next((d for d in diff if d.lines), None)
     if text is None:
         return f"; {diff[0].path}: {diff[0].expected!r} → {diff[0].actual!r}"

@@ -10,7 +10,7 @@ defaults, a field's type never changes, old versions are upcast in
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -435,6 +435,20 @@ class HookDecided(_Event, frozen=True, kw_only=True, tag="hook_decided"):
     arguments: dict[str, Any] | None = None
 
 
+class ResumedPastDivergence(_Event, frozen=True, kw_only=True, tag="resumed_past_divergence"):
+    """A resume went on live where today's code left the run's recording (its events from
+    ``run_seq`` up to this one are no longer followed); see docs/events.md."""
+
+    LEVEL: ClassVar[Level] = "warning"
+    run_seq: int
+    seq: int
+    recorded_type: str
+    current_type: str
+    reason: str
+    abandoned: int
+    next_node: int = 0
+
+
 Event = (
     SessionCreated
     | SessionArchived
@@ -468,45 +482,10 @@ Event = (
     | RunResumed
     | ClarificationAnswered
     | HookDecided
+    | ResumedPastDivergence
 )
 
-EVENT_TYPES: dict[str, type[_Event]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (
-        SessionCreated,
-        SessionArchived,
-        AgentCreated,
-        AgentStatusChanged,
-        RunStarted,
-        RunEnded,
-        NodeAppended,
-        ActiveNodeSwitched,
-        ModelRequested,
-        ModelResponded,
-        ModelFailed,
-        ToolCallStarted,
-        ToolCallFinished,
-        ToolFailed,
-        InDoubtResolved,
-        HandoffSent,
-        WorkerResultReceived,
-        WorkerFailed,
-        PlanRejected,
-        ArtifactCreated,
-        TokenUsage,
-        ClarificationRequested,
-        TodoPlanned,
-        TodoUpdated,
-        FixIteration,
-        RunCancelling,
-        ApprovalRequested,
-        ApprovalDecided,
-        RunWaiting,
-        RunResumed,
-        ClarificationAnswered,
-        HookDecided,
-    )
-}
+EVENT_TYPES: dict[str, type[_Event]] = {cls.__struct_config__.tag: cls for cls in get_args(Event)}
 
 
 def event_type_of(event: Event) -> str:

@@ -446,6 +446,16 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         tool_call_id=optional_ids,
         arguments=st.none() | json_objects,
     ),
+    "resumed_past_divergence": st.builds(
+        ev.ResumedPastDivergence,
+        run_seq=st.integers(min_value=1, max_value=10_000),
+        seq=st.integers(min_value=1, max_value=10_000),
+        recorded_type=st.sampled_from(sorted(ev.EVENT_TYPES)),
+        current_type=st.sampled_from(sorted(ev.EVENT_TYPES)),
+        reason=texts,
+        abandoned=st.integers(min_value=0, max_value=1_000),
+        next_node=st.integers(min_value=0, max_value=1_000),
+    ),
 }
 
 _missing = set(ev.EVENT_TYPES) ^ set(_EVENT_STRATEGIES)

@@ -21,14 +21,24 @@ from actors.cli.options import (
     where_from,
 )
 from actors.cli.output import exit_with, print_json, stderr_is_tty
+from actors.cli.recipes import replay_tools
 from actors.cli.team_file import load_team
 from actors.errors import UsageError
+from actors.models.tools import Tool
 from actors.replay.recording import RecordedModel, session_tools
 from actors.replay.report import ReplayReport
 from actors.runtime.runtime import Runtime
 from actors.runtime.verify import VerifyReport
 
 AllOption = Annotated[bool, typer.Option("--all", help="every session of the home")]
+LiveTools = Annotated[
+    bool,
+    typer.Option(
+        "--live-tools",
+        help="run the session's idempotent tools again with the recorded arguments and"
+        " compare their outputs (a model is never called; other tools never run)",
+    ),
+]
 AllowEmpty = Annotated[
     bool,
     typer.Option("--allow-empty", help="with --all: a home without sessions passes (exit 0)"),
@@ -71,24 +81,26 @@ def replay(
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
+    live_tools: LiveTools = False,
 ) -> None:
     """Re-execute a session (or --all) against its recording: exit 0 identical, 1 diverged.
 
     With ``--team FILE`` the runs use that team instead of the recorded one: a changed
     instruction diverges with a diff of the text. Its tools and models are stand-ins.
+    With ``--live-tools`` the idempotent tools run again and their outputs are compared.
     """
     where = where_from(home, project)
     one_or_all(session, all_)
     if session is not None:
         with open_session(where, session) as (rt, row):
-            report = _replay_one(rt, row.session_id, team_file, show=not as_json)
+            report = _replay_one(rt, row.session_id, team_file, show=not as_json, live=live_tools)
         if as_json:
             print_json(report.to_json())
         else:
             print("\n".join(render.replay_lines(report)))
         exit_with(0 if report.identical else 1)
         return
-    reports = _replay_all(where, team_file, allow_empty=allow_empty)
+    reports = _replay_all(where, team_file, allow_empty=allow_empty, live=live_tools)
     identical = all(r.identical for r in reports)
     if as_json:
         print_json({"identical": identical, "sessions": [r.to_json() for r in reports]})
@@ -101,7 +113,9 @@ def replay(
     exit_with(0 if identical else 1)
 
 
-def _replay_all(where: Where, team_file: str | None, *, allow_empty: bool) -> list[ReplayReport]:
+def _replay_all(
+    where: Where, team_file: str | None, *, allow_empty: bool, live: bool
+) -> list[ReplayReport]:
     """Replay every session of the home, oldest first (refused when there is none)."""
     if not home_exists(where):  # a read never creates a home
         every_session(None, where, "replay", allow_empty=allow_empty)
@@ -109,19 +123,44 @@ def _replay_all(where: Where, team_file: str | None, *, allow_empty: bool) -> li
     rt = open_runtime(where)
     try:
         sids = every_session(rt, where, "replay", allow_empty=allow_empty)
-        return [_replay_one(rt, sid, team_file, show=False) for sid in sids]
+        return [_replay_one(rt, sid, team_file, show=False, live=live) for sid in sids]
     finally:
         rt.close()
 
 
-def _replay_one(rt: Runtime, sid: str, team_file: str | None, *, show: bool) -> ReplayReport:
-    """Replay one session (with the team of ``team_file`` if given)."""
+def _replay_one(
+    rt: Runtime, sid: str, team_file: str | None, *, show: bool, live: bool = False
+) -> ReplayReport:
+    """Replay one session (with the team of ``team_file`` if given; ``live``: live tools)."""
     with render.progress_bar(show and stderr_is_tty(), "replaying runs") as progress:
+        tools: dict[str, Tool] = dict(session_tools(rt.store, sid))
+        if live:
+            tools.update(_live_tools(rt, sid))
         team = None
         if team_file is not None:
-            tools = session_tools(rt.store, sid)
             team = load_team(team_file, tools=tools, build_model=RecordedModel)
-        return rt.replay(sid, team=team, progress=progress)
+        given = list(tools.values()) if live and team is None else None
+        return rt.replay(sid, team=team, tools=given, progress=progress, live_tools=live)
+
+
+def _live_tools(rt: Runtime, sid: str) -> dict[str, Tool]:
+    """Return the real tools of the session for ``--live-tools``.
+
+    Raises:
+        UsageError: an idempotent tool the session recorded is not one the CLI can run.
+    """
+    real = {t.name: t for t in replay_tools(rt.store.read_session(sid), rt.session_dir(sid))}
+    missing = sorted(
+        name
+        for name, t in session_tools(rt.store, sid).items()
+        if t.idempotent and name not in real
+    )
+    if missing:
+        raise UsageError(
+            f"--live-tools: session {sid} used idempotent tools the CLI cannot run"
+            f" ({', '.join(missing)}); replay it from Python with live_tools=True"
+        )
+    return real
 
 
 @app.command()

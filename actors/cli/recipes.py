@@ -152,6 +152,12 @@ def models_for_resume(
     )
 
 
+def replay_tools(row: SessionRow, project_dir: Path) -> list[Tool]:
+    """Return the real tools of a session the CLI created (the demo's), for ``--live-tools``."""
+    recipe = recipe_of(row)
+    return demo_tools(project_dir) if recipe is not None and recipe.scenario == "demo" else []
+
+
 # --- runs ----------------------------------------------------------------------------------
 
 

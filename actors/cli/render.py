@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from actors.replay.divergence import ordered
 from actors.replay.report import ReplayReport
 from actors.runtime.status import SessionInfo
 from actors.tasks.changes import TaskWalReport
@@ -190,19 +191,37 @@ def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
 
 
 def replay_lines(report: ReplayReport) -> list[str]:
-    """Return the divergence report of a replay, one line per fact."""
+    """Return the divergence report of a replay: the first divergence with its changed
+    fields (a text as a unified diff), its consequences folded, the other divergences."""
     lines = [report.summary()]
-    for d in report.divergences:
+    first, then = report.first_divergence, report.consequences
+    if first is not None:
         lines.append(
-            f"run {d.run_id} at run_seq {d.run_seq}: expected {d.expected_type},"
-            f" got {d.actual_type}"
+            f"first divergence: seq {first.seq}, run {first.run_id} at run_seq {first.run_seq}:"
+            f" recorded {first.event_type}, today {first.current_type}"
         )
-        for f in d.diff:
+        for f in ordered(first.fields):
             if f.lines:
                 lines.append(f"  {f.path} changed:")
                 lines.extend(f"    {line}" for line in f.lines)
             else:
-                lines.append(f"  {f.path}: expected {f.expected!r}, actual {f.actual!r}")
+                lines.append(f"  {f.path}: {f.expected!r} → {f.actual!r}")
+    if then is not None and then.count:
+        lines.append(f"and {then.count} later events not reached")
+        if then.runs_not_reached:
+            lines.append(f"  runs never reached: {', '.join(then.runs_not_reached)}")
+    if then is not None and then.runs_not_recorded:
+        lines.append(f"runs that ran but were never recorded: {', '.join(then.runs_not_recorded)}")
+    others = [
+        d for d in report.divergences if d.kind == "diverged" and first and d.run_id != first.run_id
+    ]
+    for d in others:
+        lines.append(f"also diverged: {d.message}")
+    if report.live_tools is not None:
+        lines.append(
+            f"live tools: {report.live_tools.ran} calls run again and compared,"
+            f" {report.live_tools.not_run} not run (not idempotent)"
+        )
     return lines
 
 

@@ -251,6 +251,33 @@ def _report(outcome: RunOutcome, *, gave_up: bool, as_json: bool) -> None:
     fail(f"run {outcome.status}: {outcome.error} (session {outcome.session_id})")
 
 
+FromDivergence = Annotated[
+    bool,
+    typer.Option(
+        "--from-divergence",
+        help="where today's code diverges from the recording, keep the recorded prefix,"
+        " record it (resumed_past_divergence) and go on live",
+    ),
+]
+
+
+def _resume(
+    rt: Runtime, sid: str, models: list[Model], tools: list[Tool], team: Team | None, past: bool
+) -> RunOutcome:
+    """Resume ``sid``; a refusal or an environment failure is one line on stderr."""
+    try:
+        return rt.resume(sid, model=models, tools=tools, team=team, from_divergence=past)
+    except ReplayDivergence as e:
+        # A refusal (exit 2): nothing was written; the flag is the way past it.
+        hint = "" if past else f" (clew resume {sid} --from-divergence goes on past it)"
+        fail(f"{e}{hint}", code=2)
+    except StoreError as e:
+        # An environment failure (disk full, I/O error, a lock held too long): say so,
+        # and that the session is still there to resume.
+        again = f"once the cause is fixed, resume it: clew resume {sid}"
+        fail(f"resume of session {sid} stopped: {e}; {again}")
+
+
 @app.command()
 def resume(
     session: SessionArg,
@@ -269,6 +296,7 @@ def resume(
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
+    from_divergence: FromDivergence = False,
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
     where = where_from(home, project)
@@ -290,15 +318,7 @@ def resume(
         recipe = recipe_of(row)
         chosen = team_file or (recipe.team if recipe is not None else None)
         team = _team(chosen, tools, base_url) if chosen is not None else None
-        try:
-            outcome = rt.resume(sid, model=models, tools=tools, team=team)
-        except ReplayDivergence as e:
-            fail(str(e))
-        except StoreError as e:
-            # An environment failure (disk full, I/O error, a lock held too long): say so,
-            # and that the session is still there to resume.
-            again = f"once the cause is fixed, resume it: clew resume {sid}"
-            fail(f"resume of session {sid} stopped: {e}; {again}")
+        outcome = _resume(rt, sid, models, tools, team, from_divergence)
     if as_json:
         print_json(outcome_json(outcome))
     elif outcome.status == "interrupted":

@@ -25,6 +25,7 @@ from eventlog.events import (
     ModelResponded,
     NodeAppended,
     PlanRejected,
+    ResumedPastDivergence,
     RunEnded,
     RunStarted,
     SessionCreated,
@@ -85,6 +86,8 @@ def _runs_and_agents(sid: str, event: Event) -> str | None:
             text = f"{node.role}: {excerpt(node.content)}"
         case ActiveNodeSwitched(to_node_id=to):
             text = f"→ {short(sid, to)}"
+        case ResumedPastDivergence(seq=seq, recorded_type=kind, abandoned=n):
+            text = f"live from seq {seq} ({kind}); {n} recorded events no longer followed"
     return text
 
 

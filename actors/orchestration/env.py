@@ -14,6 +14,7 @@ from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
 from actors.replay.inputs import FLOW, ContextRecord, RunSettings
 from actors.replay.log import ReplayLog
+from actors.replay.options import ReplayOptions
 from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
 from eventlog.records import StoredEvent
@@ -55,6 +56,8 @@ class SessionEnv:
     hooks: Any = None
     #: The orchestration flow of the main run (its recorded ``RunInputs.flow``).
     flow: int = FLOW
+    #: How a replay or resume treats the recording (live tools, past a divergence).
+    replay_options: ReplayOptions | None = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)
@@ -79,6 +82,7 @@ class SessionEnv:
             before_tool=self.before_tool,
             abort=self.replay_log.abort if self.replay_log is not None else None,
             cancel=cancel or self.cancel,
+            options=self.replay_options,
         )
 
     def chain(self, role: str) -> Sequence[Model]:

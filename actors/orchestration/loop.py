@@ -209,7 +209,7 @@ def call_model(
             requested = _requested(request, call_index=index, attempt=attempt)
             try:
                 responded = rec.model_call(
-                    requested, _live_call(env, rec, model, request, requested)
+                    requested, _live_call(env, rec, model, request, requested), request
                 )
             except ModelError as e:
                 last = e

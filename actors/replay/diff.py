@@ -69,3 +69,15 @@ def diff_values(expected: Any, actual: Any, path: str = "") -> list[FieldDiff]:
     if expected != actual:
         return [_leaf(path, expected, actual)]
     return []
+
+
+def with_text_diffs(diffs: list[FieldDiff]) -> list[FieldDiff]:
+    """Give every changed text a diff (:func:`diff_values` does so for several lines only)."""
+    return [
+        FieldDiff(
+            path=d.path, expected=d.expected, actual=d.actual, lines=text_diff(d.expected, d.actual)
+        )
+        if isinstance(d.expected, str) and isinstance(d.actual, str) and not d.lines
+        else d
+        for d in diffs
+    ]

@@ -29,10 +29,16 @@ import msgspec
 
 from actors.errors import Divergence, EndOfRecording, RunCancelled, RunParked
 from actors.models.calls import CancelScope
+from actors.models.protocol import ModelRequest
 from actors.models.tools import InDoubtPolicy
-from actors.replay.diff import FieldDiff, diff_values
+from actors.replay.cuts import follow_cuts, node_counter, past_divergence
+from actors.replay.diff import diff_values
+from actors.replay.live_tools import check_live_tool
+from actors.replay.options import ReplayOptions
+from actors.replay.outcomes import in_doubt_outcome, in_doubt_resolved, type_divergence
+from actors.replay.request_diff import request_change
 from eventlog.artifact_plan import stored_forms
-from eventlog.blocks import ContentBlock, TextBlock
+from eventlog.blocks import ContentBlock
 from eventlog.clock import Clock
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
@@ -83,13 +89,18 @@ class RunRecorder:
         before_tool: Callable[[], None] | None = None,
         abort: threading.Event | None = None,
         cancel: CancelScope | None = None,
+        options: ReplayOptions | None = None,
     ) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
         self.run_id = run_id
         self._writer = writer
         self._clock = clock
-        self._recorded = recorded or []
+        # A resume past a divergence abandoned part of the recording: follow the rest.
+        self._recorded, self._cuts = follow_cuts(recorded or [])
+        self._options = options or ReplayOptions()
+        #: The request of the model call being recorded (to describe a changed one).
+        self._request: ModelRequest | None = None
         self._cursor = 0
         self._live_allowed = live_allowed
         self._artifact_threshold = artifact_threshold
@@ -136,6 +147,10 @@ class RunRecorder:
 
     def next_id(self, kind: str) -> str:
         """Return the next derived id of ``kind`` in this run: ``<run_id>:<kind><n>``."""
+        if kind == "n" and self._cuts:
+            self._counters[kind] = node_counter(
+                self._cuts, self._cursor, self._counters.get(kind, 0)
+            )
         n = self._counters.get(kind, 0) + 1
         self._counters[kind] = n
         return f"{self.run_id}:{kind}{n}"
@@ -243,13 +258,7 @@ class RunRecorder:
         """Append ``event`` live (after the recording); return it once committed."""
         if not self._live_allowed:
             if self.recording_complete:
-                raise Divergence(
-                    self.run_id,
-                    None,
-                    "(end of run)",
-                    event_type_of(event),
-                    [FieldDiff(path="event_type", expected=None, actual=event_type_of(event))],
-                )
+                raise type_divergence(self.run_id, None, "(end of run)", event_type_of(event))
             raise EndOfRecording(f"run {self.run_id}: end of the interrupted recording")
         if self._abort is not None and self._abort.is_set():
             # Another run of this resume diverged: write nothing more, anywhere.
@@ -280,26 +289,45 @@ class RunRecorder:
         for ev in expected_events:
             rec = self.peek()
             if rec is None:
-                raise Divergence(
-                    self.run_id,
-                    None,
-                    "(end of recording)",
-                    event_type_of(ev),
-                    [FieldDiff(path="event_type", expected=None, actual=event_type_of(ev))],
-                )
+                raise type_divergence(self.run_id, None, "(end of recording)", event_type_of(ev))
             if rec.event != ev:
-                raise Divergence(
-                    self.run_id,
-                    rec.run_seq,
-                    rec.event_type,
-                    event_type_of(ev),
-                    diff_values(_builtins(rec.event), _builtins(ev)),
-                )
+                d = self._divergence(rec, ev)
+                if last is None and self._options.from_divergence and self._live_allowed:
+                    self._go_past(d, event)
+                    return self.emit(event)
+                raise d
             self._cursor += 1
             self.compared += 1
             last = rec
         assert last is not None
         return last
+
+    def _divergence(self, rec: StoredEvent, ev: Event) -> Divergence:
+        """Return the divergence of ``ev`` from the recorded ``rec``: its changed fields,
+        and for a model request what changed in the request (a tool's description…)."""
+        diff = diff_values(_builtins(rec.event), _builtins(ev))
+        if isinstance(rec.event, ModelRequested) and self._request is not None:
+            # The request's view of a field wins (a text gets its diff even on one line).
+            more = {
+                d.path: d
+                for d in request_change(rec.event, self._options.recorded_specs, self._request)
+            }
+            diff = [more.pop(d.path, d) for d in diff] + list(more.values())
+        return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
+
+    def _go_past(self, d: Divergence, event: Event) -> None:
+        """Resuming past a divergence: record where, abandon the rest, go on live."""
+        marker = past_divergence(
+            self.run_id,
+            self._recorded,
+            self._cursor,
+            d,
+            event_type_of(event),
+            self._counters.get("n", 0),
+        )
+        self._recorded = self._recorded[: self._cursor]
+        self._counters["n"] = marker.next_node
+        self.emit(marker)
 
     def _stored_form(self, event: Event) -> list[Event]:
         """Return the form the recording holds ``event`` in (today's, or an older clew's)."""
@@ -326,14 +354,17 @@ class RunRecorder:
         self,
         requested: ModelRequested,
         call: Callable[[], tuple[list[ContentBlock], str, Any]],
+        request: ModelRequest | None = None,
     ) -> ModelResponded:
         """Record a model call; return the response (recorded, or from ``call()`` live).
 
         ``call`` returns ``(content, stop_reason, usage)`` or raises ``ModelError``.
         A recorded ``model_failed`` is raised again as ``ModelError`` so fallback
-        logic re-executes identically.
+        logic re-executes identically. ``request``: the request itself, so a changed
+        one is described by what changed in it (its text), not only its hash.
         """
         request_recorded = self.replaying
+        self._request = request
         self.emit(requested)
         attempt = requested.attempt
         while self.replaying:
@@ -355,13 +386,7 @@ class RunRecorder:
                 attempt = ev.attempt
                 self.emit(msgspec.structs.replace(requested, attempt=attempt))
                 continue
-            raise Divergence(
-                self.run_id,
-                rec.run_seq,
-                rec.event_type,
-                "model_responded",
-                [FieldDiff(path="event_type", expected=rec.event_type, actual="model_responded")],
-            )
+            raise type_divergence(self.run_id, rec.run_seq, rec.event_type, "model_responded")
         if request_recorded:
             # The recording ends with this request unanswered (a crash): send it again,
             # visibly, as the next attempt.
@@ -409,21 +434,15 @@ class RunRecorder:
             ):
                 self._cursor += 1
                 self.compared += 1
+                if self._options.live_tools:
+                    check_live_tool(self._options, run_id=self.run_id, session_id=self.session_id,
+                                    started=started, recorded=rec, run=run,
+                                    threshold=self._artifact_threshold)  # fmt: skip
                 return ev
             if isinstance(ev, InDoubtResolved) and ev.tool_call_id == started.tool_call_id:
                 return self._resolve_in_doubt(started, run, ev.decision)
             self._stop_if_recorded_here()
-            raise Divergence(
-                self.run_id,
-                rec.run_seq,
-                rec.event_type,
-                "tool_call_finished",
-                [
-                    FieldDiff(
-                        path="event_type", expected=rec.event_type, actual="tool_call_finished"
-                    )
-                ],
-            )
+            raise type_divergence(self.run_id, rec.run_seq, rec.event_type, "tool_call_finished")
         if not start_recorded:
             return self._run_tool(run)
         # The recording ends with this start and no outcome: the call is in doubt.
@@ -450,37 +469,12 @@ class RunRecorder:
         run: Callable[[], ToolCallFinished | ToolFailed],
         decision: InDoubtPolicy,
     ) -> ToolCallFinished | ToolFailed:
-        reason = (
-            "idempotent tool: run again"
-            if started.idempotent
-            else f"started before a crash with no recorded result; policy {decision}"
-        )
-        self.emit(
-            InDoubtResolved(
-                tool_call_id=started.tool_call_id,
-                tool_name=started.tool_name,
-                decision=decision,
-                reason=reason,
-            )
-        )
+        self.emit(in_doubt_resolved(started, decision))
         if decision == "retry":
             if self.replaying:
                 return self._recorded_outcome(started)
             return self._run_tool(run, attempt=2)
-        if decision == "skip":
-            outcome: ToolCallFinished | ToolFailed = ToolCallFinished(
-                tool_call_id=started.tool_call_id,
-                tool_name=started.tool_name,
-                content=[TextBlock(text="tool call skipped after a crash (in-doubt policy skip)")],
-            )
-        else:
-            outcome = ToolFailed(
-                tool_call_id=started.tool_call_id,
-                tool_name=started.tool_name,
-                error_type="InDoubt",
-                message="the tool call was interrupted by a crash and may or may not have"
-                " taken effect; it was not run again (in-doubt policy fail)",
-            )
+        outcome = in_doubt_outcome(started, decision)
         self.emit(outcome)
         return outcome
 

@@ -86,6 +86,14 @@ def recorded_tools(inputs: RunInputs) -> ToolRegistry:
     return reg
 
 
+def recorded_specs(inputs: RunInputs) -> dict[str, ToolSpec]:
+    """Return the recorded tool specs by name (what the model was told of each tool)."""
+    return {
+        t.name: ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+        for t in inputs.tools
+    }
+
+
 def session_tools(store: EventStore, sid: str) -> dict[str, RecordedTool]:
     """Return stand-ins for every tool the session's main runs recorded, by name."""
     out: dict[str, RecordedTool] = {}

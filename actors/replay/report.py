@@ -1,4 +1,10 @@
-"""The replay report: what re-executing a recorded session found, run by run."""
+"""The replay report: what re-executing a recorded session found, run by run.
+
+Besides every run's divergence, the report names the *first* divergence (the earliest
+in the session's log, with its changed field and text diff) and folds what only follows
+from it — runs never reached, runs that ran but were never recorded, later events of a
+diverged run — into :class:`Consequences` counts (``divergence.py`` builds them).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,9 @@ from typing import Any
 import msgspec
 
 from actors.errors import Divergence
+from actors.replay.cuts import follow_cuts
 from actors.replay.diff import FieldDiff
+from actors.replay.divergence import Consequences, FirstDivergence, fold
 from actors.replay.log import ReplayLog
 from eventlog.records import StoredEvent
 
@@ -21,6 +29,18 @@ class RunDivergence(msgspec.Struct, frozen=True, kw_only=True):
     actual_type: str | None
     diff: list[FieldDiff] = msgspec.field(default_factory=list)
     message: str = ""
+    #: ``diverged`` (today's code emitted something else), ``not_reached`` (recorded,
+    #: never reached: a consequence) or ``unrecorded`` (ran, never recorded: likewise).
+    kind: str = "diverged"
+    #: The session ``seq`` of the recorded event it diverged at (None: no such event).
+    seq: int | None = None
+
+
+class LiveToolsCount(msgspec.Struct, frozen=True, kw_only=True):
+    """A live-tools replay's tool calls: run again and compared, or not run (not idempotent)."""
+
+    ran: int
+    not_run: int
 
 
 class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,6 +52,9 @@ class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
     runs: int
     divergences: list[RunDivergence]
     incomplete_runs: list[str] = msgspec.field(default_factory=list)
+    first_divergence: FirstDivergence | None = None
+    consequences: Consequences | None = None
+    live_tools: LiveToolsCount | None = None
 
     def summary(self) -> str:
         """One line for humans."""
@@ -40,10 +63,10 @@ class ReplayReport(msgspec.Struct, frozen=True, kw_only=True):
             if self.incomplete_runs:
                 line += f" ({len(self.incomplete_runs)} interrupted runs checked up to their end)"
             return line
-        return (
-            f"{len(self.divergences)} of {self.runs} runs diverged; first: "
-            f"{self.divergences[0].message}"
-        )
+        first, then = self.first_divergence, self.consequences
+        if first is None or then is None:  # pragma: no cover - built with both
+            return f"{len(self.divergences)} of {self.runs} runs diverged"
+        return f"diverged: {first.headline()}{then.fold()}"
 
     def to_json(self) -> dict[str, Any]:
         """The report as builtins (for ``--json``)."""
@@ -69,6 +92,7 @@ def build_report(
     divergences: list[RunDivergence] = []
     incomplete: list[str] = []
     events = 0
+    recording = {run_id: follow_cuts(events)[0] for run_id, events in recording.items()}
     for run_id, recorded in recording.items():
         found = _check_recorded(run_id, recorded, log)
         if isinstance(found, RunDivergence):
@@ -80,6 +104,8 @@ def build_report(
         events += log.compared.get(run_id, 0)
     divergences += _unrecorded(recording, log)
     divergences.sort(key=lambda d: d.run_id)
+    divergences = [_with_seq(d, recording) for d in divergences]
+    first, consequences = fold(divergences, recording, log.compared)
     return ReplayReport(
         session_id=session_id,
         identical=not divergences,
@@ -87,7 +113,15 @@ def build_report(
         runs=len(recording),
         divergences=divergences,
         incomplete_runs=sorted(incomplete),
+        first_divergence=first,
+        consequences=consequences,
     )
+
+
+def _with_seq(d: RunDivergence, recording: dict[str, list[StoredEvent]]) -> RunDivergence:
+    """Return ``d`` with the session ``seq`` of the recorded event it diverged at."""
+    at = next((e.seq for e in recording.get(d.run_id, []) if e.run_seq == d.run_seq), None)
+    return msgspec.structs.replace(d, seq=at)
 
 
 def _check_recorded(
@@ -104,6 +138,7 @@ def _check_recorded(
             expected_type=recorded[0].event_type,
             actual_type=None,
             message=f"run {run_id} was recorded but today's code never ran it",
+            kind="not_reached",
         )
     if run_id in log.ended_early:
         return True
@@ -137,6 +172,7 @@ def _unrecorded(recording: dict[str, list[StoredEvent]], log: ReplayLog) -> list
                     expected_type=None,
                     actual_type="run_started",
                     message=f"run {run_id} ran but was never recorded",
+                    kind="unrecorded",
                 )
             )
     out += [_from(run_id, d) for run_id, d in log.divergences.items() if run_id not in recording]

@@ -10,18 +10,24 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import msgspec
+
+from actors.errors import UsageError
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
+from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs
 from actors.replay.log import ReplayLog
-from actors.replay.recording import read_recording, run_started_of
-from actors.replay.report import ReplayReport, build_report
+from actors.replay.options import ReplayOptions, ToolTally
+from actors.replay.recording import read_recording, recorded_specs, run_started_of
+from actors.replay.report import LiveToolsCount, ReplayReport, build_report
 from actors.runtime.engine import Engine
-from actors.runtime.teams import team_for_replay
+from actors.runtime.teams import Chains, team_for_replay
 from actors.tasks.manager import task_manager
 from eventlog.ids import validate_session_id
 
@@ -36,39 +42,38 @@ def replay_session(
     tools: Sequence[Tool] | None = None,
     team: Team | None = None,
     progress: Progress | None = None,
+    live_tools: bool = False,
 ) -> ReplayReport:
     """Re-execute every recorded main run of the session; return the comparison.
 
     ``model``/``tools``/``team`` default to stand-ins with the recorded names, specs and
     team (pass today's tools or team to check they still match what was recorded).
+    ``live_tools``: run today's idempotent ``tools`` again with the recorded arguments
+    and compare their outputs (a tool that is not idempotent is never run).
+
+    Raises:
+        UsageError: ``live_tools`` without ``tools`` (or ``team``) to run.
     """
+    if live_tools and tools is None and team is None:
+        raise UsageError("a replay with live tools needs today's tools (tools=…)")
     sid = validate_session_id(session_id)
     engine.store.read_session(sid)
     by_run, mains = read_recording(engine.store, sid)
     log = ReplayLog()
+    tally = ToolTally()
     scratch = Path(tempfile.mkdtemp(prefix="clew-replay-"))
     try:
         with task_manager(scratch, sid, clock=engine.clock) as tasks:
             for i, run_id in enumerate(mains):
                 started = run_started_of(by_run[run_id])
                 inputs = RunInputs.from_metadata(started.metadata)
-                roster, chains = team_for_replay(inputs, team, tools, model)
-                env = SessionEnv(
-                    session_id=sid,
-                    store=engine.store,
-                    writer=None,
-                    clock=engine.clock,
-                    models=chains,
-                    tools=roster.tools,
-                    roster=roster,
-                    project_dir=scratch,
-                    settings=inputs.settings,
-                    recording=by_run,
-                    live_allowed=False,
-                    replay_log=log,
-                    artifact_threshold=engine.store.artifact_threshold,
-                    flow=inputs.flow,
-                )
+                env = _replay_env(
+                    engine, sid, inputs, team_for_replay(inputs, team, tools, model),
+                    project_dir=scratch, recording=by_run, replay_log=log,
+                    replay_options=ReplayOptions(
+                        recorded_specs=recorded_specs(inputs), live_tools=live_tools, tally=tally
+                    ),
+                )  # fmt: skip
                 request = RunRequest(
                     run_id=run_id,
                     parent_node_id=started.start_node_id,
@@ -80,4 +85,30 @@ def replay_session(
                     progress(i + 1, len(mains))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return build_report(sid, by_run, log)
+    report = build_report(sid, by_run, log)
+    if not live_tools:
+        return report
+    return msgspec.structs.replace(
+        report, live_tools=LiveToolsCount(ran=tally.ran, not_run=tally.not_run)
+    )
+
+
+def _replay_env(
+    engine: Engine, sid: str, inputs: RunInputs, team: tuple[Roster, Chains], **kw: Any
+) -> SessionEnv:
+    """Return the environment of a replayed run: no writer, never live; ``kw``: the rest."""
+    roster, chains = team
+    return SessionEnv(
+        session_id=sid,
+        store=engine.store,
+        writer=None,
+        clock=engine.clock,
+        models=chains,
+        tools=roster.tools,
+        roster=roster,
+        settings=inputs.settings,
+        flow=inputs.flow,
+        live_allowed=False,
+        artifact_threshold=engine.store.artifact_threshold,
+        **kw,
+    )

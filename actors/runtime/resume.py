@@ -20,7 +20,8 @@ from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
-from actors.replay.recording import run_started_of
+from actors.replay.options import ReplayOptions
+from actors.replay.recording import recorded_specs, run_started_of
 from actors.runtime import waiting
 from actors.runtime.archive import refuse_if_archived
 from actors.runtime.engine import Engine
@@ -102,8 +103,12 @@ def resume(
     tools: Sequence[Tool] = (),
     settings: RunSettings | None = None,
     team: Team | None = None,
+    from_divergence: bool = False,
 ) -> RunOutcome:
     """Finish the interrupted main run of ``plan``.
+
+    ``from_divergence``: where today's code leaves the recording, keep the recorded
+    prefix, record ``resumed_past_divergence`` and go on live (instead of refusing).
 
     Raises:
         UsageError: the recorded team has typed output and no ``team`` was given.
@@ -112,7 +117,8 @@ def resume(
     """
     inputs = _inputs(plan)
     roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
-    return _reexecute(engine, plan, roster, chains, settings or inputs.settings)
+    options = ReplayOptions(recorded_specs=recorded_specs(inputs), from_divergence=from_divergence)
+    return _reexecute(engine, plan, roster, chains, settings or inputs.settings, options=options)
 
 
 def cancel_interrupted(engine: Engine, plan: ResumePlan, reason: str) -> RunOutcome:
@@ -142,6 +148,7 @@ def _reexecute(
     chains: Chains,
     settings: RunSettings,
     cancel: str | None = None,
+    options: ReplayOptions | None = None,
 ) -> RunOutcome:
     sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
     started = run_started_of(by_run[run_id])
@@ -160,6 +167,7 @@ def _reexecute(
                 replay_log=replay_log,
                 roster=roster,
                 flow=inputs.flow,
+                replay_options=options,
             )
             if cancel is not None:
                 env.cancel.cancel(cancel, "external")

@@ -313,18 +313,20 @@ class Runtime(RuntimeWaits):
         tools: Sequence[Tool] | None = None,
         progress: Callable[[int, int], None] | None = None,
         team: Team | None = None,
+        live_tools: bool = False,
     ) -> ReplayReport:
         """Re-execute every recorded main run of the session against its recording.
 
         Nothing is written to the recorded session: model replies and tool results
         come from the recording, the Task WAL is rebuilt in a scratch directory
         that is thrown away. ``model``/``tools``/``team`` default to stand-ins with the
-        recorded names, specs and team (pass today's tools or team to check they still
-        match: a changed role instruction diverges with a diff of the text).
+        recorded ones (pass today's to check they still match). ``live_tools``: run the
+        idempotent ``tools`` again and compare their outputs (docs/replay-and-recovery.md).
         """
         return replayer.replay_session(
-            self._engine, session_id, model=model, tools=tools, team=team, progress=progress
-        )
+            self._engine, session_id, model=model, tools=tools, team=team, progress=progress,
+            live_tools=live_tools,
+        )  # fmt: skip
 
     def resume_ready(self, session_id: str) -> ResumePlan:
         """Do everything a resume needs before re-executing: check, read, replay the WAL.
@@ -346,12 +348,15 @@ class Runtime(RuntimeWaits):
         settings: RunSettings | None = None,
         plan: ResumePlan | None = None,
         team: Team | None = None,
+        from_divergence: bool = False,
     ) -> RunOutcome:
         """Finish the session's interrupted main run: re-execute it to the end of its log,
         then go on live (a recorded model reply is never requested again).
 
         ``team``: the run's team (without it the recorded team is rebuilt over ``tools``;
-        a team with typed output must be given).
+        a team with typed output must be given). ``from_divergence``: when today's code
+        diverges from the recording, keep the recorded prefix up to that point, record
+        ``resumed_past_divergence`` there and go on live (else the resume is refused).
 
         Raises:
             NothingToResume: no interrupted run.
@@ -360,8 +365,9 @@ class Runtime(RuntimeWaits):
         """
         plan = plan or self.resume_ready(session_id)
         return resuming.resume(
-            self._engine, plan, model=model, tools=tools, settings=settings, team=team
-        )
+            self._engine, plan, model=model, tools=tools, settings=settings, team=team,
+            from_divergence=from_divergence,
+        )  # fmt: skip
 
     def verify(
         self,
