@@ -182,11 +182,10 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            step = walk.step
-            for a, b, c, d, e, f, g, h, i, j, k, stored_hash in rows:
-                step((a, b, c, d, e, f, g, h, i, j, k), stored_hash)
+            decode = decode_event
+            for a, b, c, d, e, f, g, h, i, j, k, _ in walk.follow(rows):
                 try:
-                    event = decode_event(j)
+                    event = decode(j)
                 except DecodeError as err:
                     raise DecodeError(f"event {a} (seq {b}): {err}") from err
                 yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
@@ -201,8 +200,8 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            for *values, stored_hash in rows:
-                walk.step(tuple(values), stored_hash)
+            for _ in walk.follow(rows):
+                pass
             return walk.finish()
 
     @contextmanager
