@@ -53,8 +53,8 @@ class CommitFuture:
     a raw lock, taken when it is made and released when it settles, so waiting and waking
     are one C call each and a commit wakes only the callers it concerns. It replaced a
     condition shared by every future of a writer (``threading.Condition`` is Python code:
-    ``wait`` allocates a lock and ``notify_all`` wakes every waiter, settled or not); the
-    sequential append path went from ~2.1k to ~2.7k appends/s (docs/performance.md).
+    ``wait`` allocates a lock and ``notify_all`` wakes every waiter, settled or not): a
+    sequential append went from 85 to 64 Python calls (docs/performance.md, issue 17).
     """
 
     __slots__ = ("_done", "_error", "_lock", "_value")
