@@ -22,7 +22,7 @@ can recompute every hash) is written down in ``docs/replay-and-recovery.md``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import apsw
@@ -113,40 +113,6 @@ class ChainWalk:
                 f"session {self.sid}: event seq {seq} is chained, though the session's chain"
                 f" is said to start at seq {chain_from} (sessions.chain_from was changed)"
             )
-
-    def follow(self, rows: Iterable[Sequence[Any]]) -> Iterator[Sequence[Any]]:
-        """Yield each row of ``rows`` (the values of :data:`EVENT_COLUMNS`, then the stored
-        hash) once it is checked: :meth:`step` with its common case inlined.
-
-        A full read checks every row, so this loop is the read path's: locals instead of
-        attributes, one hash per row, and :meth:`step` (the rules, the error messages)
-        only for a row that is not simply chained. Call :meth:`finish` after the last row.
-
-        Raises:
-            IntegrityError: as :meth:`step`, before the broken row is yielded.
-        """
-        chain_from = self.chain_from
-        if chain_from is None:
-            for row in rows:
-                self.step(row[:11], row[11])
-                yield row
-            return
-        sha, enc = _sha256, _encode
-        digest, events, last = self.digest, self.events, self.last_seq
-        try:
-            for row in rows:
-                values = row[:11]
-                expected = sha(digest.encode() + enc(values)).hexdigest()
-                seq = row[1]
-                if row[11] == expected and seq >= chain_from:
-                    digest, events, last = expected, events + 1, seq
-                else:
-                    self.digest, self.events, self.last_seq = digest, events, last
-                    self.step(values, row[11])
-                    digest, events, last = self.digest, self.events, self.last_seq
-                yield row
-        finally:
-            self.digest, self.events, self.last_seq = digest, events, last
 
     def finish(self) -> ChainStatus:
         """Check the chain head against the last row; return what was walked.

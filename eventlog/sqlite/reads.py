@@ -182,10 +182,11 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            decode = decode_event
-            for a, b, c, d, e, f, g, h, i, j, k, _ in walk.follow(rows):
+            step = walk.step
+            for a, b, c, d, e, f, g, h, i, j, k, stored_hash in rows:
+                step((a, b, c, d, e, f, g, h, i, j, k), stored_hash)
                 try:
-                    event = decode(j)
+                    event = decode_event(j)
                 except DecodeError as err:
                     raise DecodeError(f"event {a} (seq {b}): {err}") from err
                 yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
@@ -200,8 +201,8 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            for _ in walk.follow(rows):
-                pass
+            for *values, stored_hash in rows:
+                walk.step(tuple(values), stored_hash)
             return walk.finish()
 
     @contextmanager
