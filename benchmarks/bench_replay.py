@@ -17,7 +17,9 @@ Then prints, measured in this one run:
 - context building at the tip (``store.read_active_path`` + ``build_context``) in the
   10k- and 100k-node sessions, and their ratio.
 
-Targets: rebuild ≥ 300k events/s and ≥ 2× naive; context ratio 100k/10k ≤ 1.5.
+Targets: rebuild ≥ 400k events/s and ≥ 2.5× naive (issue 17; were 300k and 2×);
+context ratio 100k/10k ≤ 1.5. The hash chain alone (``store.check_chain``: read every
+row and hash it, no decoding) is printed too: every full read pays it.
 """
 
 from __future__ import annotations
@@ -398,6 +400,7 @@ def main() -> None:
     assert naive_path == state.tree.active_path_ids(), "naive and projection disagree"
     t_read, decoded = best_of(args.repeats, lambda: list(reader.iter_events(sid)))
     t_fold, _ = best_of(args.repeats, lambda: rebuild(decoded))
+    t_chain, _ = best_of(args.repeats, lambda: reader.check_chain(sid))
     decoded.clear()
     t_stream, _ = best_of(args.repeats, lambda: rebuild(streamed_events(db, sid)))
     t_stream_gc, _ = best_of(args.repeats, gc_paused(lambda: rebuild(streamed_events(db, sid))))
@@ -423,6 +426,7 @@ def main() -> None:
         ),
         ("  read + decode only (store.iter_events)", t_read, n / t_read, t_naive / t_read),
         ("  fold only (rebuild over decoded events)", t_fold, n / t_fold, t_naive / t_fold),
+        ("  hash chain only (store.check_chain)", t_chain, n / t_chain, t_naive / t_chain),
         (
             "rebuild over a one-cursor stream (proposed read)",
             t_stream,
@@ -445,12 +449,12 @@ def main() -> None:
     print(f"| 10k-node session | {t_small * 1000:.2f} |")
     print(f"| 100k-node session | {t_large * 1000:.2f} |")
     print(f"| ratio 100k / 10k | {t_large / t_small:.2f} |")
-    ok_rate = n / t_rebuild >= 300_000
-    ok_ratio = t_naive / t_rebuild >= 2
+    ok_rate = n / t_rebuild >= 400_000
+    ok_ratio = t_naive / t_rebuild >= 2.5
     ok_ctx = t_large / t_small <= 1.5
     print(
-        f"\ntargets: rebuild ≥ 300k ev/s: {'met' if ok_rate else 'NOT met'}; "
-        f"≥ 2× naive: {'met' if ok_ratio else 'NOT met'}; "
+        f"\ntargets: rebuild ≥ 400k ev/s: {'met' if ok_rate else 'NOT met'}; "
+        f"≥ 2.5× naive: {'met' if ok_ratio else 'NOT met'}; "
         f"context ratio ≤ 1.5: {'met' if ok_ctx else 'NOT met'}"
     )
 

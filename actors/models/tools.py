@@ -282,6 +282,10 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        # Every model call asks for the specs; building them runs pydantic's
+        # model_json_schema per tool (3–5% of a worker turn's profile). Cached until the
+        # registry changes.
+        self._with_specs: list[tuple[Tool, ToolSpec]] | None = None
         for t in tools:
             self.add(t)
 
@@ -290,6 +294,7 @@ class ToolRegistry:
         if t.name in self._tools:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self._tools[t.name] = t
+        self._with_specs = None
 
     def get(self, name: str) -> Tool | None:
         """Return the tool called ``name``, or None."""
@@ -300,8 +305,12 @@ class ToolRegistry:
         return [spec for _, spec in self.with_specs()]
 
     def with_specs(self) -> list[tuple[Tool, ToolSpec]]:
-        """Return every tool with its spec, sorted by name."""
-        return [(self._tools[n], spec_of(self._tools[n])) for n in sorted(self._tools)]
+        """Return every tool with its spec, sorted by name (built once per registry change)."""
+        if self._with_specs is None:
+            self._with_specs = [
+                (self._tools[n], spec_of(self._tools[n])) for n in sorted(self._tools)
+            ]
+        return list(self._with_specs)
 
     def names(self) -> list[str]:
         """Return the sorted tool names."""

@@ -2,7 +2,7 @@
 
 :func:`follow` polls the store: each poll is one indexed range read
 (``read_events(session, after_seq=last, limit=FOLLOW_BATCH)``: on SQLite
-``WHERE seq > ? ORDER BY seq LIMIT ?`` on the unique ``seq`` index), so a poll costs
+``WHERE seq > ? ORDER BY seq LIMIT ?``: a range search by ``seq``), so a poll costs
 what is new, never a re-read of the session. A reader sees only committed transactions,
 so every event yielded is durable, and seqs come gapless and in order. While nothing is
 new it sleeps ``poll_s`` (woken early by a ``threading.Event`` stop).

@@ -215,7 +215,7 @@ class BatchAppend:
         except apsw.Error as e:
             # Which request broke it is unknown: redo the batch with savepoints.
             raise _Retry from e
-        touch_sessions(conn, touched, self._counters.head)
+        touch_sessions(conn, touched, self._counters)
 
     def _append_each(
         self,
@@ -245,7 +245,7 @@ class BatchAppend:
                 continue
             done.append((i, stored))
             touched[req.session_id] = req.created_at
-        touch_sessions(txn.conn, touched, self._counters.head)
+        touch_sessions(txn.conn, touched, self._counters)
 
     def _append_guarded(
         self, conn: apsw.Connection, req: AppendRequest, pending: Pending | None

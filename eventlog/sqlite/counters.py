@@ -19,8 +19,9 @@ from eventlog.events import SessionCreated
 from eventlog.records import AppendRequest
 from eventlog.sqlite.chain import GENESIS, link, load_head
 
-#: What :meth:`Counters.snapshot` saves of one request: seq, node_seq, run_seq, chain head.
-Snapshot = tuple[int | None, int | None, int | None, str | None]
+#: What :meth:`Counters.snapshot` saves of one request: seq, node_seq, run_seq, chain head,
+#: the session's active node set in this transaction.
+Snapshot = tuple[int | None, int | None, int | None, str | None, str | None]
 
 K = TypeVar("K", str, tuple[str, str])
 V = TypeVar("V", int, str)
@@ -35,7 +36,7 @@ def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> in
 class Counters:
     """Per-session counters and the set of sessions known to exist (session ids valid)."""
 
-    __slots__ = ("head", "known_sessions", "node_seq", "run_seq", "seq")
+    __slots__ = ("active", "head", "known_sessions", "node_seq", "run_seq", "seq")
 
     def __init__(self) -> None:
         self.known_sessions: set[str] = set()
@@ -43,6 +44,9 @@ class Counters:
         self.node_seq: dict[str, int] = {}
         self.run_seq: dict[tuple[str, str], int] = {}
         self.head: dict[str, str] = {}
+        #: The active node each session was given in the open transaction, written to its
+        #: ``sessions`` row once, with the batch's other changes to it (touch_sessions).
+        self.active: dict[str, str] = {}
 
     def session_created(self, sid: str) -> None:
         """Record a session created in this transaction: it exists, its counters are 0."""
@@ -96,6 +100,7 @@ class Counters:
             self.node_seq.get(sid),
             self.run_seq.get((sid, req.run_id)) if req.run_id else None,
             self.head.get(sid),
+            self.active.get(sid),
         )
 
     def restore(self, req: AppendRequest, snap: Snapshot) -> None:
@@ -106,6 +111,7 @@ class Counters:
         if req.run_id:
             _put(self.run_seq, (sid, req.run_id), snap[2])
         _put(self.head, sid, snap[3])
+        _put(self.active, sid, snap[4])
         if isinstance(req.event, SessionCreated):
             self.known_sessions.discard(sid)
 
@@ -115,6 +121,7 @@ class Counters:
         self.node_seq.clear()
         self.run_seq.clear()
         self.head.clear()
+        self.active.clear()
         self.known_sessions.clear()
 
 

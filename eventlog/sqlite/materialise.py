@@ -77,17 +77,29 @@ def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: s
     )
 
 
-def touch_sessions(conn: apsw.Connection, touched: dict[str, str], heads: dict[str, str]) -> None:
-    """Set ``sessions.updated_at`` to the created_at of each session's last event, and
-    ``sessions.chain_head`` to that event's hash (``heads``).
+def touch_sessions(conn: apsw.Connection, touched: dict[str, str], counters: Counters) -> None:
+    """Set ``sessions.updated_at`` to the created_at of each session's last event,
+    ``sessions.chain_head`` to that event's hash, and ``active_node_id`` to the node the
+    batch made active, if it did (:attr:`Counters.active`, then cleared).
 
-    Written once per batch and session rather than once per event.
+    One UPDATE per batch and session rather than one per event (a turn's node events each
+    moved the active node with an UPDATE of their own).
     """
+    heads, active = counters.head, counters.active
     for sid, at in touched.items():
-        conn.execute(
-            "UPDATE sessions SET updated_at = ?, chain_head = ? WHERE session_id = ?",
-            (at, heads[sid], sid),
-        )
+        node_id = active.get(sid)
+        if node_id is None:
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, chain_head = ? WHERE session_id = ?",
+                (at, heads[sid], sid),
+            )
+        else:
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, chain_head = ?, active_node_id = ?"
+                " WHERE session_id = ?",
+                (at, heads[sid], node_id, sid),
+            )
+    active.clear()
 
 
 def materialise(
@@ -99,7 +111,7 @@ def materialise(
         case NodeAppended():
             _append_node(conn, counters, sid, event, at)
         case ActiveNodeSwitched(to_node_id=to_node):
-            _set_active_node(conn, sid, to_node)
+            counters.active[sid] = to_node
         case SessionArchived():
             conn.execute("UPDATE sessions SET status = 'archived' WHERE session_id = ?", (sid,))
         case AgentCreated():
@@ -127,11 +139,7 @@ def _append_node(
 ) -> None:
     _insert_node(conn, sid, event.node, counters.next_node_seq(conn, sid), at)
     if event.activate:
-        _set_active_node(conn, sid, event.node.node_id)
-
-
-def _set_active_node(conn: apsw.Connection, sid: str, node_id: str) -> None:
-    conn.execute("UPDATE sessions SET active_node_id = ? WHERE session_id = ?", (node_id, sid))
+        counters.active[sid] = event.node.node_id
 
 
 def _insert_node(conn: apsw.Connection, sid: str, node: Node, node_seq: int, at: str) -> None:

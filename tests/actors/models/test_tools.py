@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from actors.errors import ToolAborted, ToolTimeout, Unencodable
-from actors.models.tools import FunctionTool, error_type_of, invoke, timeout_of
+from actors.models.tools import FunctionTool, ToolRegistry, error_type_of, invoke, timeout_of
 
 
 class NoArgs(pydantic.BaseModel):
@@ -76,3 +76,31 @@ def test_a_tools_own_timeout_wins_over_the_runs_default(
     own: float | None, default: float | None, expected: float | None
 ) -> None:
     assert expected == timeout_of(make(lambda: "", timeout_s=own), default)
+
+
+class Query(pydantic.BaseModel):
+    text: str
+
+
+def test_registry_specs_are_built_once_and_rebuilt_when_a_tool_is_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry = ToolRegistry([FunctionTool("b", lambda _a: "", Query)])
+    built: list[str] = []
+    original = Query.model_json_schema.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[pydantic.BaseModel], *args: Any, **kw: Any) -> Any:
+        built.append(cls.__name__)
+        return original(cls, *args, **kw)
+
+    monkeypatch.setattr(Query, "model_json_schema", classmethod(counting))
+    first = registry.specs()
+    assert registry.specs() == first
+    assert ["Query"] == built  # the second call reused the cached specs
+
+    registry.add(FunctionTool("a", lambda _a: "", NoArgs))
+    assert ["a", "b"] == [s.name for s in registry.specs()]
+    assert ["Query", "Query"] == built  # registering a tool dropped the cache
+
+    registry.specs().clear()  # a caller's copy: the cache is not theirs to change
+    assert ["a", "b"] == [s.name for s in registry.specs()]

@@ -1,0 +1,334 @@
+"""clew side by side with eventsourcing, LangGraph (SqliteSaver) and DBOS, in one run.
+
+Run from the checkout (see README.md beside this file)::
+
+    python3 -m pip install '.[bench]'      # the peers; never needed by the tests
+    PYTHONPATH=. python3 benchmarks/peers/run.py [--cases 1,2,3,4,5] [--quick]
+
+Every system writes SQLite with ``synchronous=FULL`` in WAL mode. Prints one table per
+case with ratios to clew measured in the same run; a peer that cannot be imported here is
+reported as "peer unavailable" and the rest still runs. Not a test: only ratios travel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import _clew  # noqa: E402
+import bench_replay  # noqa: E402
+from _common import CHECKPOINTS, Unavailable, prose, timed  # noqa: E402
+
+from eventlog.sqlite import SQLiteStore  # noqa: E402
+from eventlog.writer import Writer  # noqa: E402
+from projections import rebuild  # noqa: E402
+
+PEERS = ("_eventsourcing", "_langgraph", "_dbos")
+
+
+def load_peers() -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Import each peer's side; return (name → module, name → why unavailable)."""
+    found: dict[str, ModuleType] = {}
+    missing: dict[str, str] = {}
+    for mod in PEERS:
+        name = mod.strip("_")
+        try:
+            m = importlib.import_module(mod)
+        except (Unavailable, ImportError) as e:
+            missing[name] = str(e)
+            continue
+        found[m.NAME] = m
+    return found, missing
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "-"
+
+
+def table(head: list[str], rows: list[list[Any]]) -> None:
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c) for c in r) + " |")
+    print()
+
+
+# --- case 1 ----------------------------------------------------------------------------------
+
+
+def case_steps(root: Path, peers: dict[str, ModuleType], steps: int, rounds: int) -> None:
+    """One durable step per commit, in lockstep rounds (each round rotates the order)."""
+    makers: dict[str, Callable[[Path], Any]] = {"clew": _clew.ClewSteps}
+    if "eventsourcing" in peers:
+        makers["eventsourcing"] = peers["eventsourcing"].EsSteps
+    if "LangGraph" in peers:
+        makers["LangGraph put"] = peers["LangGraph"].LgSteps
+    if "DBOS" in peers:
+        per = max(1, steps // rounds)
+        makers["DBOS step"] = lambda f: peers["DBOS"].DbosSteps(f, per)
+    names = list(makers)
+    sides = {n: makers[n](root / f"steps_{i}") for i, n in enumerate(names)}
+    spent = dict.fromkeys(names, 0.0)
+    per_round = max(1, steps // rounds)
+    for r in range(rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for n in order:
+            side = sides[n]
+            base = r * per_round
+
+            def run(side: Any = side, base: int = base) -> None:
+                for i in range(base, base + per_round):
+                    side.step(i)
+
+            spent[n] += timed(run)
+    for side in sides.values():
+        side.close()
+    done = per_round * rounds
+    rate = {n: done / spent[n] for n in names}
+    print(f"## 1. One durable step (node + event), {done} steps each, {rounds} lockstep rounds\n")
+    table(
+        ["system", "steps/s", "clew ÷ system"],
+        [[n, f"{rate[n]:,.0f}", ratio(rate["clew"], rate[n])] for n in names],
+    )
+
+
+# --- case 2 ----------------------------------------------------------------------------------
+
+
+def case_conversation(
+    root: Path, peers: dict[str, ModuleType], checkpoints: tuple[int, ...]
+) -> None:
+    """A conversation growing to ``max(checkpoints)`` messages: time and bytes, per doubling."""
+    sides: dict[str, Callable[[Path, tuple[int, ...]], list[tuple[int, float, int]]]] = {
+        "clew Runtime": _clew.conversation
+    }
+    for name, m in peers.items():
+        sides[name] = m.conversation
+    results = {n: fn(root / f"conv_{n.split()[0]}", checkpoints) for n, fn in sides.items()}
+    print(f"## 2. A conversation of {max(checkpoints)} messages (user + reply per turn)\n")
+    rows = []
+    for n, points in results.items():
+        for k, (msgs, secs, size) in enumerate(points):
+            growth = f"{size / points[k - 1][2]:.2f}" if k else "-"
+            rows.append([n, msgs, f"{secs:.2f}", f"{size / 1e6:.3f}", growth])
+    table(["system", "messages", "s (cumulative)", "MB on disk", "× per doubling"], rows)
+    last = {n: p[-1] for n, p in results.items()}
+    clew = last["clew Runtime"]
+    table(
+        ["at the last checkpoint", "clew bytes ÷ system", "clew time ÷ system"],
+        [
+            [n, ratio(clew[2], v[2]), ratio(clew[1], v[1])]
+            for n, v in last.items()
+            if n != "clew Runtime"
+        ],
+    )
+
+
+# --- case 3 ----------------------------------------------------------------------------------
+
+
+def _nothing() -> None:
+    pass
+
+
+def case_rebuild(
+    root: Path, peers: dict[str, ModuleType], n: int, dbos_n: int, repeats: int
+) -> None:
+    """Read back and rebuild ``n`` events: clew's rebuild and the naive fold; peers' read-all."""
+    db = root / "rebuild_clew" / "sessions.sqlite"
+    db.parent.mkdir(parents=True)
+    writer = Writer(SQLiteStore(db))
+    bench_replay.build_replay_session(writer, "replay", n, random.Random(20260612))
+    writer.stop()
+    store = SQLiteStore(db)
+    events = store.count_events("replay")
+    payload = prose(7, 300)
+    counts = {"clew rebuild": events, "naive fold (floor)": events}
+    cases: dict[str, Callable[[], Any]] = {
+        "clew rebuild": lambda: rebuild(store.iter_events("replay"), "replay"),
+        "naive fold (floor)": lambda: bench_replay.naive_fold(db, "replay"),
+    }
+    best: dict[str, float] = {}
+    # DBOS is one per process: each peer is set up, read and closed in turn, and clew's
+    # two cases are timed again beside each, so every pair shares the machine's moment.
+    for name, m in {"": None, **peers}.items():
+        now = dict(cases)
+        close: Callable[[], Any] = _nothing
+        if m is not None:
+            counts[name] = dbos_n if name == "DBOS" else n
+            handle = m.write_events(root / f"rebuild_{name}", counts[name], payload)
+            read, close = m.reader(root / f"rebuild_{name}", handle)
+            now[name] = read
+        try:
+            for _ in range(repeats):  # interleaved repeats, the best of each kept
+                for k, fn in now.items():
+                    t = timed(fn)
+                    best[k] = min(best.get(k, t), t)
+        finally:
+            close()
+    cases.update({k: (lambda: None) for k in counts if k not in cases})
+    rate = {k: counts[k] / best[k] for k in cases}
+    print(f"## 3. Read back and rebuild ({events:,} clew events; best of {repeats})\n")
+    table(
+        ["system", "events", "s", "events/s", "clew ÷ system"],
+        [
+            [
+                k,
+                f"{counts[k]:,}",
+                f"{best[k]:.3f}",
+                f"{rate[k]:,.0f}",
+                ratio(rate["clew rebuild"], rate[k]),
+            ]
+            for k in cases
+        ],
+    )
+
+
+# --- case 4 ----------------------------------------------------------------------------------
+
+
+def case_turn(root: Path, peers: dict[str, ModuleType], turns: int, repeats: int) -> None:
+    """Marginal cost of one agent turn with one tool: (T(2n) − T(n)) / n, best of repeats."""
+    sides: dict[str, Callable[[Path, int], float]] = {
+        "clew worker, durability=full": lambda f, k: _clew.worker_run(f, "full", k),
+        "clew worker, durability=normal": lambda f, k: _clew.worker_run(f, "normal", k),
+    }
+    if "LangGraph" in peers:
+        sides["LangGraph, sync SqliteSaver"] = peers["LangGraph"].agent_run
+    if "DBOS" in peers:
+        sides["DBOS workflow"] = peers["DBOS"].agent_run
+    # The best of each size over the repeats, then the difference: a difference per repeat
+    # is at the mercy of one slow fsync in either run.
+    small: dict[str, float] = {}
+    large: dict[str, float] = {}
+    for r in range(repeats):
+        for i, (name, fn) in enumerate(sides.items()):
+            a = fn(root / f"turn_{r}_{i}_a", turns)
+            b = fn(root / f"turn_{r}_{i}_b", 2 * turns)
+            small[name] = min(small.get(name, a), a)
+            large[name] = min(large.get(name, b), b)
+    marginal = {name: (large[name] - small[name]) / turns for name in sides}
+    floor = min(_clew.pykka_turns(2 * turns) / (2 * turns) for _ in range(repeats))
+    marginal["bare pykka loop, 7 asks"] = floor
+    print(f"## 4. Marginal cost of an agent turn with one tool ({turns} vs {2 * turns} turns)\n")
+    full, normal = (
+        marginal["clew worker, durability=full"],
+        marginal["clew worker, durability=normal"],
+    )
+    lg = marginal.get("LangGraph, sync SqliteSaver")
+    table(
+        ["system", "ms per turn", "÷ LangGraph", "÷ bare pykka"],
+        [
+            [n, f"{v * 1e3:.2f}", ratio(v, lg) if lg else "-", ratio(v, floor)]
+            for n, v in marginal.items()
+        ],
+    )
+    print(
+        f"targets: full ≤ 0.5× LangGraph: {ratio(full, lg) if lg else '-'};"
+        f" normal ≤ 4× bare pykka: {ratio(normal, floor)}\n"
+    )
+
+
+# --- case 5 ----------------------------------------------------------------------------------
+
+
+def case_ready(root: Path, peers: dict[str, ModuleType], repeats: int) -> None:
+    """Process start → ready to resume, on the stores case 2 left (subprocess wall time)."""
+    sid = _clew.interrupt(root / "conv_clew")
+    argvs: dict[str, list[str]] = {
+        "python -c (floor)": [sys.executable, "-c", "print('ready')"],
+        "clew Runtime.resume_ready": _clew.ready_argv(root / "conv_clew", sid),
+    }
+    for name, m in peers.items():
+        argvs[name] = m.ready_argv(root / f"conv_{name}")
+    best: dict[str, float] = {}
+    # The clew child must import this checkout, whatever is installed.
+    repo = str(HERE.parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
+    for _ in range(repeats):
+        for name, argv in argvs.items():
+            t0 = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+            t = time.perf_counter() - t0
+            if done.returncode != 0 or "ready" not in done.stdout:
+                raise SystemExit(f"{name}: the ready child failed:\n{done.stderr[-2000:]}")
+            best[name] = min(best.get(name, t), t)
+    clew = best["clew Runtime.resume_ready"]
+    print(f"## 5. Process start → ready to resume (best of {repeats})\n")
+    table(
+        ["system", "s", "clew ÷ system"],
+        [[n, f"{v:.3f}", ratio(clew, v)] for n, v in best.items()],
+    )
+
+
+def check_durability() -> None:
+    """Every peer's connection gets SQLite's built-in default unless it sets one: check it."""
+    opts = {r[0] for r in sqlite3.connect(":memory:").execute("PRAGMA compile_options")}
+    for want in ("DEFAULT_SYNCHRONOUS=2", "DEFAULT_WAL_SYNCHRONOUS=2"):
+        if want not in opts:
+            raise SystemExit(f"this sqlite3 build lacks {want}: the peers would not fsync alike")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="1,2,3,4,5")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--rebuild-events", type=int, default=100_000)
+    ap.add_argument(
+        "--dbos-rebuild-events",
+        type=int,
+        default=2_000,
+        help="DBOS writes ~40 steps/s here, so it reads back fewer (a rate)",
+    )
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--keep", type=Path, default=None)
+    args = ap.parse_args()
+    check_durability()
+    cases = {int(c) for c in args.cases.split(",")}
+    checkpoints = CHECKPOINTS
+    if args.quick:
+        args.steps, args.rebuild_events, args.dbos_rebuild_events = 40, 5_000, 200
+        args.turns, args.repeats, checkpoints = 3, 1, (10, 20, 40, 80)
+    peers, missing = load_peers()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="clew_peers_"))
+    print(f"# clew and its peers, one run ({time.strftime('%Y-%m-%d %H:%M')}, {root})\n")
+    for name, why in missing.items():
+        print(f"- {name}: peer unavailable ({why})")
+    print()
+    try:
+        if 1 in cases:
+            case_steps(root, peers, args.steps, rounds=10)
+        if 2 in cases or 5 in cases:
+            case_conversation(root, peers, checkpoints)
+        if 3 in cases:
+            case_rebuild(root, peers, args.rebuild_events, args.dbos_rebuild_events, args.repeats)
+        if 4 in cases:
+            case_turn(root, peers, args.turns, args.repeats)
+        if 5 in cases:
+            case_ready(root, peers, args.repeats)
+    finally:
+        if "_dbos" in sys.modules:
+            sys.modules["_dbos"].shutdown()
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
