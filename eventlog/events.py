@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from eventlog.blocks import ContentBlock, Message
+from eventlog.event_base import Level, _Event
+from eventlog.graph_events import GRAPH_EVENTS, GraphEvent
 from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]
@@ -58,7 +60,6 @@ NodeType = Literal[
     "task_board",
     "system_note",
 ]
-Level = Literal["debug", "info", "warning", "error"]
 TodoStatus = Literal["pending", "ready", "running", "completed", "failed", "blocked", "cancelled"]
 InDoubtDecision = Literal["retry", "fail", "skip"]
 #: What a person decided about a tool call waiting for approval.
@@ -68,13 +69,6 @@ WaitReason = Literal["approval", "clarification"]
 #: What a hook decided: let it be, stop it (with a reason), change the arguments, or the
 #: hook raised (contained: the run goes on as if it allowed).
 HookVerdict = Literal["allow", "deny", "edit", "error"]
-
-
-class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="event_type"):
-    """Base of every event; ``LEVEL`` is the row's ``level`` column."""
-
-    LEVEL: ClassVar[Level] = "info"
-    schema_version: int = 1
 
 
 class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -441,6 +435,7 @@ Event = (
     | RunResumed
     | ClarificationAnswered
     | HookDecided
+    | GraphEvent
 )
 
 EVENT_TYPES: dict[str, type[_Event]] = {
@@ -478,6 +473,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         RunResumed,
         ClarificationAnswered,
         HookDecided,
+        *GRAPH_EVENTS,
     )
 }
 
