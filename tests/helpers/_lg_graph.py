@@ -21,6 +21,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
+from actors.langgraph import ClewSaver
+
 #: While this file does not exist the tool writes it and blocks (the child gets killed).
 _GATE: list[Path] = []
 
@@ -75,8 +77,6 @@ QUESTION = HumanMessage(content="weather in Paris?", id="human-1")
 
 
 def main(home: str, thread: str, gate: str) -> None:
-    from actors.langgraph import ClewSaver
-
     saver = ClewSaver.from_home(home)
     graph = build_graph(saver, Path(gate))
     config = {"configurable": {"thread_id": thread}}
