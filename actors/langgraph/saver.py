@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -299,14 +300,16 @@ class ClewSaver(BaseCheckpointSaver[str]):
                     self._threads.append(log, [event])
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """Return the version after ``current``: zero-padded, so versions sort as text."""
+        """Return the version after ``current``: a zero-padded counter (versions sort as
+        text) and a random suffix, so that two branches of a thread (a fork from an older
+        checkpoint) never give one channel the same version for different values."""
         if current is None:
             number = 0
         elif isinstance(current, int):
             number = current
         else:
             number = int(str(current).split(".")[0])
-        return f"{number + 1:032}.{0:016}"
+        return f"{number + 1:012}.{os.urandom(3).hex()}"
 
     # --- async: the same calls, off the event loop -----------------------------------------
 
