@@ -30,35 +30,43 @@ def array_header(count: int) -> bytes:
     return bytes((_ARRAY32,)) + struct.pack(">I", count)
 
 
-def split_array(data: bytes) -> tuple[int, memoryview] | None:
-    """Return ``(count, body)`` of a msgpack array, or None when ``data`` is not one."""
+def _header(data: bytes) -> tuple[int, int] | None:
+    """Return ``(count, header length)`` of a msgpack array, or None when not one."""
     if not data:
         return None
     first = data[0]
-    view = memoryview(data)
     if first & 0xF0 == _FIXARRAY:
-        return first & 0x0F, view[1:]
+        return first & 0x0F, 1
     if first == _ARRAY16 and len(data) >= 3:
-        return struct.unpack_from(">H", data, 1)[0], view[3:]
+        return struct.unpack_from(">H", data, 1)[0], 3
     if first == _ARRAY32 and len(data) >= 5:
-        return struct.unpack_from(">I", data, 1)[0], view[5:]
+        return struct.unpack_from(">I", data, 1)[0], 5
     return None
+
+
+def split_array(data: bytes) -> tuple[int, memoryview] | None:
+    """Return ``(count, body)`` of a msgpack array, or None when ``data`` is not one."""
+    found = _header(data)
+    if found is None:
+        return None
+    return found[0], memoryview(data)[found[1] :]
 
 
 def increment(old: bytes, new: bytes) -> bytes | None:
     """Return the array of the items ``new`` appends to ``old``, or None if it does not
     extend it (either is not an array, or ``new`` does not start with ``old``'s items)."""
-    old_split = split_array(old)
-    new_split = split_array(new)
-    if old_split is None or new_split is None:
+    old_head = _header(old)
+    new_head = _header(new)
+    if old_head is None or new_head is None:
         return None
-    old_n, old_body = old_split
-    new_n, new_body = new_split
-    if new_n < old_n or len(new_body) < len(old_body):
+    (old_n, old_at), (new_n, new_at) = old_head, new_head
+    body = len(old) - old_at
+    if new_n < old_n or len(new) - new_at < body:
         return None
-    if new_body[: len(old_body)] != old_body:
+    # Byte slices compare with memcmp (a memoryview compares item by item: 100× slower).
+    if new[new_at : new_at + body] != old[old_at:]:
         return None
-    return array_header(new_n - old_n) + new_body[len(old_body) :].tobytes()
+    return array_header(new_n - old_n) + new[new_at + body :]
 
 
 def rebuild(base: bytes, increments: list[bytes]) -> bytes:
