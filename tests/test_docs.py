@@ -71,7 +71,7 @@ def _missing(modules: str) -> str | None:
 
 
 # A line-by-line markdown scanner: one loop with a case per kind of line.
-def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901
+def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901, PLR0912
     """Return the runnable python blocks of the markdown ``text`` of ``doc``, and the
     problems with its markers."""
     blocks: list[Block] = []
