@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from actors.langgraph import ClewSaver
@@ -116,3 +117,38 @@ def test_any_sequence_of_channel_values_round_trips_through_the_saver(
                 assert tup is not None
                 got = tup.checkpoint["channel_values"]["messages"]
                 assert fresh.serde.dumps_typed(value) == fresh.serde.dumps_typed(got)
+
+
+def _chat_graph(saver: ClewSaver) -> Any:
+    def chat(state: MessagesState) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"reply {n}", id=f"ai-{n}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_edge(START, "chat")
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_fork_from_an_older_checkpoint_keeps_both_branches_exact(tmp_path: Path) -> None:
+    config = {"configurable": {"thread_id": "fork"}}
+    with ClewSaver.from_home(tmp_path / "home") as saver:
+        graph = _chat_graph(saver)
+        for i in range(3):
+            graph.invoke({"messages": [HumanMessage(content=f"q{i}", id=f"h{i}")]}, config)
+        main = graph.get_state(config)
+        after_first = next(
+            s for s in graph.get_state_history(config) if len(s.values["messages"]) == 2
+        )
+        forked = graph.invoke(
+            {"messages": [HumanMessage(content="x", id="hx")]}, after_first.config
+        )
+    assert ["h0", "ai-1", "hx", "ai-3"] == [m.id for m in forked["messages"]]
+
+    with ClewSaver.from_home(tmp_path / "home") as fresh:  # nothing cached: rebuilt from the log
+        graph = _chat_graph(fresh)
+        again = graph.get_state(main.config)
+        latest = graph.get_state(config)
+    assert [m.id for m in main.values["messages"]] == [m.id for m in again.values["messages"]]
+    assert ["h0", "ai-1", "h1", "ai-3", "h2", "ai-5"] == [m.id for m in again.values["messages"]]
+    assert ["h0", "ai-1", "hx", "ai-3"] == [m.id for m in latest.values["messages"]]
