@@ -55,6 +55,7 @@ def test_the_cli_lists_shows_exports_and_verifies_a_saved_thread(tmp_path: Path)
     assert {"t1"} == {e["payload"]["thread_id"] for e in exported[1:]}
     assert "t1" == exported[0]["payload"]["metadata"]["langgraph_thread_id"]
     assert len(exported) == timeline.out.count("checkpoint_") + 1
+    assert "step 1 loop: messages +1" in timeline.out  # the increment, not the whole list
     assert f"{sid}: ok ({len(exported)} events)" in verify.out
 
 
