@@ -3,6 +3,7 @@ reads it, verify checks it, and deleting the thread removes it for good."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -153,3 +154,23 @@ def test_a_fork_from_an_older_checkpoint_keeps_both_branches_exact(tmp_path: Pat
     assert [m.id for m in main.values["messages"]] == [m.id for m in again.values["messages"]]
     assert ["h0", "ai-1", "h1", "ai-3", "h2", "ai-5"] == [m.id for m in again.values["messages"]]
     assert ["h0", "ai-1", "hx", "ai-3"] == [m.id for m in latest.values["messages"]]
+
+
+def test_a_saver_on_an_open_runtime_leaves_it_open_and_lists_only_threads(
+    tmp_path: Path,
+) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        plain = rt.new_session().id
+        saver = ClewSaver(rt)
+        graph = _chat_graph(saver)
+        config = {"configurable": {"thread_id": "async"}}
+        out = asyncio.run(
+            graph.ainvoke({"messages": [HumanMessage(content="hi", id="h0")]}, config)
+        )
+        saver.close()  # not the saver's runtime: it stays open
+
+        assert ["h0", "ai-1"] == [m.id for m in out["messages"]]
+        listed = list(saver.list(None))
+        assert {"async"} == {t.config["configurable"]["thread_id"] for t in listed}
+        assert rt.store.session_exists(plain)
+        assert rt.store.session_exists(ClewSaver.session_id("async"))
