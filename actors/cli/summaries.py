@@ -155,8 +155,9 @@ def _checkpoints(event: Event) -> str | None:
     match event:
         case CheckpointSaved(checkpoint_ns=ns, step=step, source=source, channels=channels):
             where = f"{ns} " if ns else ""
+            at = f"step {step} " if step is not None else ""
             changed = ", ".join(_channel(c) for c in channels)
-            text = f"{where}step {step} {source}: {changed or 'no new values'}"
+            text = f"{where}{at}{source}: {changed or 'no new values'}"
         case CheckpointWrites(task_path=path, task_id=task, writes=writes):
             text = f"{path or task}: {', '.join(w.channel for w in writes)}"
         case CheckpointsRemoved(removed=removed, reason=reason):
