@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal, get_args
 import msgspec
 
 from eventlog.blocks import ContentBlock, Message
+from eventlog.event_base import Level, _Event
+from eventlog.graph_events import GRAPH_EVENTS, GraphEvent
 from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]
@@ -56,7 +58,6 @@ NodeType = Literal[
     "task_board",
     "system_note",
 ]
-Level = Literal["debug", "info", "warning", "error"]
 TodoStatus = Literal["pending", "ready", "running", "completed", "failed", "blocked", "cancelled"]
 InDoubtDecision = Literal["retry", "fail", "skip"]
 #: What a person decided about a tool call waiting for approval.
@@ -66,13 +67,6 @@ WaitReason = Literal["approval", "clarification"]
 #: What a hook decided: let it be, stop it (with a reason), change the arguments, or the
 #: hook raised (contained: the run goes on as if it allowed).
 HookVerdict = Literal["allow", "deny", "edit", "error"]
-
-
-class _Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="event_type"):
-    """Base of every event; ``LEVEL`` is the row's ``level`` column."""
-
-    LEVEL: ClassVar[Level] = "info"
-    schema_version: int = 1
 
 
 class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -483,6 +477,7 @@ Event = (
     | ClarificationAnswered
     | HookDecided
     | ResumedPastDivergence
+    | GraphEvent
 )
 
 EVENT_TYPES: dict[str, type[_Event]] = {cls.__struct_config__.tag: cls for cls in get_args(Event)}

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+import msgspec
+
 from eventlog.artifacts import ArtifactFiles
 from eventlog.errors import ClewError
 from eventlog.records import (
@@ -126,4 +128,31 @@ class EventStore(Protocol):
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
+        ...
+
+
+class SessionDeletion(msgspec.Struct, frozen=True, kw_only=True):
+    """What deleting a session removed (counts only: no content)."""
+
+    session_id: str
+    events: int
+    nodes: int
+    agents: int
+    runs: int
+    artifacts: int
+
+
+@runtime_checkable
+class DeletesSessions(Protocol):
+    """A store that can delete a session for good (the SQLite store can).
+
+    Only the writer actor calls it (``Writer.delete_session``), like an append.
+    """
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Remove the session's events, materialised rows and artifact files.
+
+        Raises:
+            UnknownSession: no such session.
+        """
         ...

@@ -22,7 +22,7 @@ import pykka
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
 from eventlog.logs import get_logger
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.store import EventStore
+from eventlog.store import DeletesSessions, EventStore, SessionDeletion
 
 log = get_logger("clew.writer")
 
@@ -40,8 +40,14 @@ class Flush(msgspec.Struct, frozen=True, tag="flush"):
     """Writer handle → actor: drain, and reply once everything queued before is committed."""
 
 
+class DeleteSession(msgspec.Struct, frozen=True, tag="delete_session"):
+    """Writer handle → actor: commit what is queued, then delete the session for good."""
+
+    session_id: str
+
+
 #: Every message the writer actor accepts.
-WriterMessage = Wake | Flush
+WriterMessage = Wake | Flush | DeleteSession
 _WAKE = Wake()
 _FLUSH = Flush()
 
@@ -162,8 +168,15 @@ class _WriterActor(pykka.ThreadingActor):
         self._after_commit = after_commit
         self._committed = 0
 
-    def on_receive(self, message: WriterMessage) -> int:
+    def on_receive(self, message: WriterMessage) -> int | SessionDeletion:
         match message:
+            case DeleteSession(session_id=sid):
+                # Everything queued before the deletion commits first (or fails with it).
+                self._wake_flag.clear()
+                self._drain()
+                if not isinstance(self._store, DeletesSessions):
+                    raise StoreError("this store cannot delete sessions")
+                return self._store.delete_session(sid)
             case Wake() | Flush():
                 # Clear the flag *before* draining: a producer that enqueues after this
                 # point either sees the flag clear (and wakes us again) or is drained now.
@@ -317,6 +330,29 @@ class Writer:
         if self._stopped or self._ref is None:
             return
         self._ref.ask(_FLUSH, timeout=timeout)
+
+    def delete_session(self, session_id: str, timeout: float | None = 60.0) -> SessionDeletion:
+        """Delete the session for good, on the writer's connection, after everything
+        submitted before this call has committed; return what was removed.
+
+        This is the one deletion entry point (``ClewSaver.delete_thread`` uses it; a
+        ``clew delete`` builds its checks and audit on it).
+
+        Raises:
+            ReadOnlyStore: the store is open read-only.
+            UnknownSession: no such session.
+            StoreError: the writer is stopped, or the store cannot delete sessions.
+        """
+        if self._read_only:
+            raise ReadOnlyStore("the store is open read-only: deleting a session is refused")
+        if self._stopped or self._ref is None:
+            raise StoreError("the storage writer is stopped")
+        try:
+            deletion = self._ref.ask(DeleteSession(session_id), timeout=timeout)
+        except pykka.ActorDeadError as e:
+            raise StoreError("the storage writer is stopped") from e
+        assert isinstance(deletion, SessionDeletion)
+        return deletion
 
     def stop(self) -> None:
         """Commit what is queued, close the write connection, stop the actor."""

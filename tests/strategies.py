@@ -15,6 +15,7 @@ from typing import Any, get_args
 from hypothesis import strategies as st
 
 from eventlog import events as ev
+from eventlog import graph_events as gev
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,
@@ -457,6 +458,65 @@ _EVENT_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
         next_node=st.integers(min_value=0, max_value=1_000),
     ),
 }
+
+# --- the LangGraph checkpointer's events (eventlog/graph_events.py) ---------------------
+
+_versions = (
+    st.text(max_size=40)
+    | st.integers(min_value=0, max_value=10**9)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+_channel_blobs = st.builds(
+    gev.ChannelBlob,
+    channel=short_texts,
+    version=_versions,
+    type=st.sampled_from(["msgpack", "empty", "bytes", "null", "json"]),
+    data=st.binary(max_size=40),
+    extends=st.none() | _versions,
+)
+_EVENT_STRATEGIES["checkpoint_saved"] = st.builds(
+    gev.CheckpointSaved,
+    thread_id=texts,
+    checkpoint_ns=short_texts,
+    checkpoint_id=ids,
+    parent_checkpoint_id=optional_ids,
+    checkpoint_type=short_texts,
+    checkpoint=st.binary(max_size=60),
+    metadata_type=short_texts,
+    metadata=st.binary(max_size=60),
+    channels=st.lists(_channel_blobs, max_size=3),
+    step=st.none() | st.integers(min_value=-1, max_value=10_000),
+    source=short_texts,
+    run_id=optional_ids,
+)
+_EVENT_STRATEGIES["checkpoint_writes"] = st.builds(
+    gev.CheckpointWrites,
+    thread_id=texts,
+    checkpoint_ns=short_texts,
+    checkpoint_id=ids,
+    task_id=ids,
+    task_path=texts,
+    writes=st.lists(
+        st.builds(
+            gev.PendingWriteBlob,
+            idx=st.integers(min_value=-4, max_value=50),
+            channel=short_texts,
+            type=short_texts,
+            data=st.binary(max_size=40),
+        ),
+        max_size=3,
+    ),
+)
+_EVENT_STRATEGIES["checkpoints_removed"] = st.builds(
+    gev.CheckpointsRemoved,
+    thread_id=texts,
+    removed=st.lists(
+        st.builds(gev.RemovedCheckpoint, checkpoint_ns=short_texts, checkpoint_id=ids),
+        min_size=1,
+        max_size=3,
+    ),
+    reason=texts,
+)
 
 _missing = set(ev.EVENT_TYPES) ^ set(_EVENT_STRATEGIES)
 if _missing:  # pragma: no cover - fails loudly the moment an event type is added

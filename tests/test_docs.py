@@ -12,11 +12,14 @@ how a block runs:
 - ``<!-- docs-test: skip (reason) -->`` — the block cannot run offline (a live provider,
   a server); the reason is required and shows in the test report;
 - ``<!-- docs-test: continue -->`` — the block is a fragment of the previous ``python``
-  block of the same file: it runs appended to it, as one script.
+  block of the same file: it runs appended to it, as one script;
+- ``<!-- docs-test: needs (module, …) -->`` — the block uses an optional extra: it is
+  skipped where one of the modules cannot be imported (CI installs the extras and runs it).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -35,6 +38,7 @@ TIMEOUT = 60
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<what>.*?)\s*-->\s*$")
 SKIP = re.compile(r"^skip\s*\((?P<reason>.+)\)$")
+NEEDS = re.compile(r"^needs\s*\((?P<modules>.+)\)$")
 #: Variables that would let a block reach a real provider, or point it at a real home.
 PRIVATE_ENV = re.compile(r"^(CLEW_|OPENAI_|ANTHROPIC_)")
 
@@ -60,8 +64,14 @@ class Block:
         return "\n".join(lines) + "\n"
 
 
+def _missing(modules: str) -> str | None:
+    """The skip reason of a block needing ``modules`` (comma-separated), or None."""
+    absent = [m.strip() for m in modules.split(",") if importlib.util.find_spec(m.strip()) is None]
+    return f"needs {', '.join(absent)} (an optional extra)" if absent else None
+
+
 # A line-by-line markdown scanner: one loop with a case per kind of line.
-def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901
+def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901, PLR0912
     """Return the runnable python blocks of the markdown ``text`` of ``doc``, and the
     problems with its markers."""
     blocks: list[Block] = []
@@ -98,6 +108,8 @@ def parse(doc: str, text: str) -> tuple[list[Block], list[str]]:  # noqa: C901
                 problems.append(f"{doc}:{i + 1}: 'continue' with no python block before it")
         elif (skip := SKIP.match(what)) is not None:
             blocks.append(Block(doc, i + 2, code, skip=skip["reason"].strip()))
+        elif (needs := NEEDS.match(what)) is not None:
+            blocks.append(Block(doc, i + 2, code, skip=_missing(needs["modules"])))
         else:
             problems.append(f"{doc}:{marker[0]}: unknown marker {what!r}")
         marker = None
@@ -147,6 +159,29 @@ def test_markers_skip_a_block_and_append_a_fragment_to_the_one_before() -> None:
     ]
     assert "x = 1\n\n\n\nprint(x)\n" == blocks[1].script().lstrip("\n")
     assert 10 == blocks[1].script().count("\n")
+
+
+def test_a_needs_marker_skips_a_block_only_where_a_module_is_missing() -> None:
+    text = "\n".join(
+        [
+            "<!-- docs-test: needs (json, no_such_module_h23) -->",
+            "```python",
+            "import no_such_module_h23",
+            "```",
+            "<!-- docs-test: needs (json) -->",
+            "```python",
+            "import json",
+            "```",
+        ]
+    )
+
+    blocks, problems = parse("doc.md", text)
+
+    assert [] == problems
+    assert [
+        ("doc.md:3", "needs no_such_module_h23 (an optional extra)"),
+        ("doc.md:7", None),
+    ] == [(b.id, b.skip) for b in blocks]
 
 
 def test_a_misplaced_or_unknown_marker_is_a_problem() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import io
 import tokenize
 from dataclasses import dataclass
@@ -36,9 +37,11 @@ class Module:
 
 
 def _load(name: str) -> Module:
-    module = importlib.import_module(name)
-    assert module.__file__ is not None, name
-    path = Path(module.__file__)
+    # Found, not imported: a module of an optional extra (actors.langgraph.saver) imports
+    # a library the core install lacks.
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None, name
+    path = Path(spec.origin)
     source = path.read_text(encoding="utf-8")
     return Module(name, path, ast.parse(source, str(path)), source)
 

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from actors.cli.render import clip, excerpt, short
+from actors.langgraph.linear import split_array
 from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
@@ -39,6 +40,7 @@ from eventlog.events import (
     WorkerFailed,
     WorkerResultReceived,
 )
+from eventlog.graph_events import ChannelBlob, CheckpointSaved, CheckpointsRemoved, CheckpointWrites
 from eventlog.ids import task_of
 
 #: Longest summary: a line of ``clew tail`` stays readable on a terminal.
@@ -64,6 +66,8 @@ def summarise(sid: str, event: Event) -> str:
         text = _calls(event)
     if text is None:
         text = _orchestration(sid, event)
+    if text is None:
+        text = _checkpoints(event)
     return clip(text or "", SUMMARY)
 
 
@@ -137,4 +141,28 @@ def _orchestration(sid: str, event: Event) -> str | None:
             text = question
         case FixIteration(iteration=n, trigger=trigger):
             text = f"iteration {n}: {trigger}"
+    return text
+
+
+def _channel(blob: ChannelBlob) -> str:
+    """A LangGraph channel of a checkpoint: ``messages +2`` for an increment."""
+    if blob.extends is None:
+        return blob.channel
+    split = split_array(blob.data)
+    return f"{blob.channel} +{split[0] if split else '?'}"
+
+
+def _checkpoints(event: Event) -> str | None:
+    """The LangGraph checkpointer's events (docs/langgraph.md)."""
+    text: str | None = None
+    match event:
+        case CheckpointSaved(checkpoint_ns=ns, step=step, source=source, channels=channels):
+            where = f"{ns} " if ns else ""
+            at = f"step {step} " if step is not None else ""
+            changed = ", ".join(_channel(c) for c in channels)
+            text = f"{where}{at}{source}: {changed or 'no new values'}"
+        case CheckpointWrites(task_path=path, task_id=task, writes=writes):
+            text = f"{path or task}: {', '.join(w.channel for w in writes)}"
+        case CheckpointsRemoved(removed=removed, reason=reason):
+            text = f"{len(removed)} checkpoints: {reason}"
     return text

@@ -36,8 +36,10 @@ from eventlog.events import (
 from eventlog.ids import event_id, validate_session_id
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.sqlite.counters import Counters
+from eventlog.sqlite.deletion import delete_artifact_files, delete_session_rows
 from eventlog.sqlite.materialise import MATERIALISED, create_session, materialise, touch_sessions
 from eventlog.sqlite.transaction import Transaction, translate_error
+from eventlog.store import SessionDeletion
 
 #: Per request: its stored events, its error, or None while not settled.
 Results = list[list[StoredEvent] | ClewError | None]
@@ -110,6 +112,16 @@ class BatchAppend:
         # Session ids already validated (validation is a regex: ~1.5 µs per request).
         self._valid_sids: set[str] = set()
         self._insert_sqls: dict[str, str] = {}
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete the session (:func:`~eventlog.sqlite.deletion.delete_session_rows`) and
+        drop what this writer cached of it, then remove its artifact files."""
+        try:
+            deletion = delete_session_rows(self._connect(), session_id)
+        finally:
+            self._counters.drop(session_id)
+        delete_artifact_files(self.artifacts.root, session_id)
+        return deletion
 
     def append_batch(
         self, requests: Sequence[AppendRequest]

@@ -115,6 +115,16 @@ class Counters:
         if isinstance(req.event, SessionCreated):
             self.known_sessions.discard(sid)
 
+    def drop(self, sid: str) -> None:
+        """Forget one session (it was deleted): a session made again under its id starts
+        from 0."""
+        self.known_sessions.discard(sid)
+        self.seq.pop(sid, None)
+        self.node_seq.pop(sid, None)
+        self.head.pop(sid, None)
+        for key in [k for k in self.run_seq if k[0] == sid]:
+            del self.run_seq[key]
+
     def forget(self) -> None:
         """Drop everything (the transaction is gone); counters reload lazily."""
         self.seq.clear()

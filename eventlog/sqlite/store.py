@@ -40,6 +40,7 @@ from eventlog.sqlite.schema import (
     schema_version,
 )
 from eventlog.sqlite.transaction import translate_errors
+from eventlog.store import SessionDeletion
 
 if TYPE_CHECKING:
     from eventlog.store import EventStore
@@ -117,6 +118,19 @@ class SQLiteStore(SQLiteReads):
             why = f"{self.path} is open read-only: writing is refused"
             return [ReadOnlyStore(why) for _ in requests]
         return self._append.append_batch(requests)
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete the session for good: its tables, rows and artifact files.
+
+        Only the writer actor calls it (``Writer.delete_session``), like an append.
+
+        Raises:
+            ReadOnlyStore: the store is open read-only.
+            UnknownSession: no such session.
+        """
+        if self.read_only:
+            raise ReadOnlyStore(f"{self.path} is open read-only: deleting is refused")
+        return self._append.delete_session(session_id)
 
     def close(self) -> None:
         """Close the write connection and this thread's reader."""
