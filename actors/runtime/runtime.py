@@ -26,12 +26,14 @@ from actors.runtime import follow as following
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
 from actors.runtime.cancelling import CancelReport
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
 from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
 from actors.runtime.resume import ResumePlan
+from actors.runtime.serve_api import RuntimeServe
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo, session_info
 from actors.runtime.verify import VerifyReport
@@ -55,7 +57,7 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
     return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
-class Runtime(RuntimeWaits):
+class Runtime(RuntimeWaits, RuntimeServe):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
     def __init__(
@@ -71,6 +73,8 @@ class Runtime(RuntimeWaits):
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
         tracing: Tracing = None,
+        coordination: Coordinator | str | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL_S,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -86,6 +90,10 @@ class Runtime(RuntimeWaits):
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
             tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
                 app has set a tracer provider; True, False, or a ``TracerProvider``.
+            coordination: where session leases and the run queue live (docs/serve.md):
+                a ``postgresql://`` URL, a coordinator, or None — the home's
+                ``coord.sqlite`` once ``submit`` or ``serve`` created it.
+            lease_ttl: seconds a session lease lives without renewal.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
@@ -103,6 +111,8 @@ class Runtime(RuntimeWaits):
             environ=environ,
             read_only=read_only,
             tracing=tracing,
+            coordination=coordination,
+            lease_ttl=lease_ttl,
         )
         #: The clew home directory.
         self.home: Path = engine.home
