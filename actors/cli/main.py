@@ -20,6 +20,7 @@ from actors.cli import (
     live_commands,
     read_commands,
     run_commands,
+    serve_commands,
     tail,
     usage_command,
 )
@@ -36,6 +37,7 @@ COMMAND_MODULES = (
     check_commands,
     live_commands,
     hitl_commands,
+    serve_commands,
     tail,
     usage_command,
 )
