@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,10 @@ def test_a_postgresql_url_opens_the_database(pg_url: str) -> None:
 
 
 def test_an_unreachable_database_is_one_store_error() -> None:
-    with pytest.raises(StoreError, match="cannot connect to postgresql://clew@127.0.0.1:1/x"):
-        PostgresCoordinator("postgresql://clew:secret@127.0.0.1:1/x?connect_timeout=2")
+    url = "postgresql://clew:secret@127.0.0.1:1/x?connect_timeout=2"
+    with pytest.raises(StoreError, match=re.escape("cannot connect to postgresql://clew@")) as e:
+        PostgresCoordinator(url)
+    assert "secret" not in str(e.value)
 
 
 def test_a_password_never_appears_in_the_location() -> None:
