@@ -135,6 +135,7 @@ class Server:
             # Its session is held elsewhere right now: another turn later.
             self.coord.requeue(entry.id, self.owner)
             self.report.requeued.append(entry.id)
+            self._say(f"queued run {entry.id} waits: its session is busy")
         except ClewError as e:
             _log.warning("queued run failed", queue_id=entry.id, error=str(e))
             self.coord.finish(entry.id, self.owner, "error", run=None, error=str(e))
@@ -163,14 +164,12 @@ class Server:
     def _recover_one(self, entry: QueuedRun) -> None:
         """Finish an adopted run: resume it, record how it ended, or queue it again."""
         sid, before = entry.session_id, entry.runs_before
-        if sid is None or before is None:
-            self.coord.requeue(entry.id, self.owner)  # taken, never started
+        runs = [] if sid is None else self.rt.store.read_runs(sid)
+        runs = [r for r in runs if sid is not None and is_main_run(sid, r.agent_id)]
+        if sid is None or before is None or len(runs) <= before:
+            self.coord.requeue(entry.id, self.owner)  # taken, never started: run it afresh
             self.report.requeued.append(entry.id)
-            return
-        runs = [r for r in self.rt.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
-        if len(runs) <= before:
-            self.coord.requeue(entry.id, self.owner)
-            self.report.requeued.append(entry.id)
+            self._say(f"queued run {entry.id} had not started: queued again")
             return
         last = runs[-1]
         status, run_id = last.status, last.run_id
