@@ -56,9 +56,12 @@ from actors.replay.diff import FieldDiff
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import ReplayReport, RunDivergence
 from actors.runtime.cancelling import CancelReport
+from actors.runtime.coord.protocol import QueuedRun
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.recipes import RecipeContext, Recipes
 from actors.runtime.runtime import Runtime
+from actors.runtime.serving import ServeReport
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
@@ -134,6 +137,9 @@ __all__ = [
     "PendingApproval",
     "ProjectDirGone",
     "ProviderConfigError",
+    "QueuedRun",
+    "RecipeContext",
+    "Recipes",
     "Refused",
     "ReplayDivergence",
     "ReplayReport",
@@ -146,6 +152,7 @@ __all__ = [
     "Runtime",
     "ScriptError",
     "ScriptedModel",
+    "ServeReport",
     "Session",
     "SessionBusy",
     "SessionCheck",
