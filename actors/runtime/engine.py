@@ -122,7 +122,6 @@ class Engine:
         self.tracing = tracer is not None
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
-        #: Session leases (docs/serve.md): beside the lock files once there is a coordinator.
         self.leases = SessionLeases(
             home, coordinator=coordination, ttl=lease_ttl, enabled=not read_only
         )

@@ -60,7 +60,7 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
 class Runtime(RuntimeWaits, RuntimeServe):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
-    def __init__(
+    def __init__(  # long: one docstring entry per argument, then one attribute each
         self,
         home: Path | str,
         project_dir: Path | str | None = None,
