@@ -102,6 +102,9 @@ class SQLiteCoordinator:
             self._conn = apsw.Connection(str(path))
             self._conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             self._conn.execute("PRAGMA journal_mode=WAL")
+            # As the home's default durability ("normal"): a commit survives the process
+            # dying, not a power loss — and costs no fsync, so taking a lease stays cheap.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             with self._conn:
                 self._conn.execute(_SCHEMA)
         except (apsw.Error, OSError) as e:
