@@ -128,7 +128,8 @@ class Server:
             self._active[pool.submit(self._guarded, self._recover_one, entry)] = entry.id
 
     def _guarded(self, job: Callable[[QueuedRun], None], entry: QueuedRun) -> None:
-        """Run ``job``; a refusal or store failure ends the queued run as ``error``."""
+        """Run ``job``; any failure to run it (a refusal, a store failure, a recipe that
+        raised) ends the queued run as ``error`` instead of leaving it ``running``."""
         try:
             job(entry)
         except SessionBusy:
@@ -136,7 +137,9 @@ class Server:
             self.coord.requeue(entry.id, self.owner)
             self.report.requeued.append(entry.id)
             self._say(f"queued run {entry.id} waits: its session is busy")
-        except ClewError as e:
+        except Exception as e:  # an app's recipe may raise anything: end the row, not the loop
+            if not isinstance(e, ClewError):
+                e = ClewError(f"{type(e).__name__}: {e}")
             _log.warning("queued run failed", queue_id=entry.id, error=str(e))
             self.coord.finish(entry.id, self.owner, "error", run=None, error=str(e))
             self.report.done.append(entry.id)

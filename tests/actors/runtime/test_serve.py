@@ -198,3 +198,18 @@ def test_recipes_build_what_the_app_registered(tmp_path: Path) -> None:
 def test_a_bad_app_reference_is_one_usage_error(ref: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         load_app(ref)
+
+
+def test_a_recipe_that_raises_ends_its_queued_run_as_an_error_and_serving_goes_on(
+    tmp_path: Path,
+) -> None:
+    def boom(ctx: RecipeContext) -> object:
+        raise ValueError("no key for this model")
+
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        rt.submit("first", model="boom")
+        rt.submit(DEMO_PROMPT, model="demo", tools="demo")
+        serve_until_done(rt, recipes=Recipes(models={"boom": boom}))  # type: ignore[dict-item]
+        first, second = rt.queue()
+        assert ("error", "ValueError: no key for this model") == (first.outcome, first.error)
+        assert "completed" == second.outcome
