@@ -61,10 +61,13 @@ from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.report import LiveToolsCount, ReplayReport, RunDivergence
 from actors.replay.request_diff import describe_request_change
 from actors.runtime.cancelling import CancelReport
+from actors.runtime.coord.protocol import QueuedRun
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.recipes import RecipeContext, Recipes
 from actors.runtime.rerun import RerunReport
 from actors.runtime.runtime import Runtime
+from actors.runtime.serving import ServeReport
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
 from actors.runtime.verify import SessionCheck, VerifyReport
@@ -146,6 +149,9 @@ __all__ = [
     "PendingApproval",
     "ProjectDirGone",
     "ProviderConfigError",
+    "QueuedRun",
+    "RecipeContext",
+    "Recipes",
     "Refused",
     "ReplayDivergence",
     "ReplayReport",
@@ -159,6 +165,7 @@ __all__ = [
     "Runtime",
     "ScriptError",
     "ScriptedModel",
+    "ServeReport",
     "Session",
     "SessionBusy",
     "SessionCheck",

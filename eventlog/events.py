@@ -16,7 +16,7 @@ import msgspec
 
 from eventlog.blocks import ContentBlock, Message
 from eventlog.event_base import Level, _Event
-from eventlog.graph_events import GRAPH_EVENTS, GraphEvent
+from eventlog.graph_events import GraphEvent
 from eventlog.packets import BrainTaskContext, HandoffPacket, WorkerResult
 
 SessionStatus = Literal["active", "archived"]

@@ -172,7 +172,7 @@ class _WriterActor(pykka.ThreadingActor):
         match message:
             case DeleteSession(session_id=sid):
                 # Everything queued before the deletion commits first (or fails with it).
-                self._wake_flag.clear()
+                self._wake_flag.pending = False
                 self._drain()
                 if not isinstance(self._store, DeletesSessions):
                     raise StoreError("this store cannot delete sessions")

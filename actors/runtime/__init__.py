@@ -7,5 +7,7 @@ team and model chains) · ``replayer`` · ``resume`` · ``retry`` (a failed
 run's new attempt) · ``archive`` · ``verify`` · ``follow`` (a
 session's events as they land) · ``waiting`` and ``hitl`` (sessions waiting for a
 person) · ``faults`` (the crash-test seam) · ``locks`` (session ownership) · ``status``
-(a session's status, derived from its runs).
+(a session's status, derived from its runs) · ``coord/`` (session leases and the run
+queue, on SQLite or PostgreSQL) · ``recipes`` (what an app registers to serve) ·
+``serving`` (``Runtime.serve``'s loop) · ``serve_api`` (``submit``, ``queue``, ``serve``).
 """

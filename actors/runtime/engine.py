@@ -23,6 +23,8 @@ from actors.observe.logs import RunLogs
 from actors.observe.tracing import Tracing, trace_commits, tracer_for
 from actors.orchestration.env import SessionEnv
 from actors.replay.inputs import RunSettings
+from actors.runtime.coord.ownership import SessionLeases
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.faults import FaultPlan
 from actors.runtime.locks import SessionLock
 from actors.tasks.agreement import run_wal_name
@@ -86,6 +88,8 @@ class Engine:
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
         tracing: Tracing = None,
+        coordination: Coordinator | str | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL_S,
     ) -> None:
         # First: refusing tracing (no OpenTelemetry) must leave nothing open behind it.
         tracer = None if read_only else tracer_for(tracing)
@@ -119,6 +123,9 @@ class Engine:
         self.tracing = tracer is not None
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        self.leases = SessionLeases(
+            home, coordinator=coordination, ttl=lease_ttl, enabled=not read_only
+        )
         #: The main runs this engine has in progress (their ``RunHandle``).
         self.runs: set[_RunInProgress] = set()
         #: The application's hooks every run of this engine calls (``Runtime.hooks``).
@@ -148,6 +155,7 @@ class Engine:
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()
+        self.leases.close()
         self.store.close()
 
     # --- ownership -----------------------------------------------------------------------
@@ -174,13 +182,26 @@ class Engine:
                 ) from e
             if not acquired:
                 raise SessionBusy(f"session {session_id} is in use by another process")
+            self._lease(session_id, lock)
             self._locks[session_id] = lock
         return lock
+
+    def _lease(self, session_id: str, lock: SessionLock) -> None:
+        """Take the session's lease beside its lock; on failure drop the lock again."""
+        leased = False
+        try:
+            leased = self.leases.acquire(session_id)
+        finally:
+            if not leased:
+                lock.release()
+        if not leased:
+            raise SessionBusy(f"session {session_id} is leased by another clew process")
 
     def unlock(self, session_id: str) -> None:
         """Release the session's owner lock if this engine holds it."""
         lock = self._locks.pop(session_id, None)
         if lock is not None:
+            self.leases.release(session_id)
             lock.release()
 
     def claim_run(self, session_id: str) -> None:
@@ -220,7 +241,11 @@ class Engine:
 
     def is_owned(self, session_id: str) -> bool:
         """True when a live process (this one included) holds the session's owner lock."""
-        return self.holds(session_id) or self._lock_file(session_id).held_elsewhere()
+        return (
+            self.holds(session_id)
+            or self._lock_file(session_id).held_elsewhere()
+            or self.leases.held_elsewhere(session_id)
+        )
 
     # --- runs ----------------------------------------------------------------------------
 

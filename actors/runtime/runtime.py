@@ -23,19 +23,19 @@ from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
 from actors.runtime import cancelling, replayer, retry, runs, switching
 from actors.runtime import follow as following
-from actors.runtime import fork as forking
-from actors.runtime import rerun as rerunning
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
 from actors.runtime.archive import archive_session
 from actors.runtime.cancelling import CancelReport
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
 from actors.runtime.handle import RunHandle
+from actors.runtime.history import RuntimeHistory
 from actors.runtime.hitl import RuntimeWaits
 from actors.runtime.locks import SessionLock
-from actors.runtime.rerun import Changes, RerunReport
 from actors.runtime.resume import ResumePlan
+from actors.runtime.serve_api import RuntimeServe
 from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo, session_info
 from actors.runtime.verify import VerifyReport
@@ -58,10 +58,10 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
     return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
-class Runtime(RuntimeWaits):
+class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
-    def __init__(
+    def __init__(  # long: one docstring entry per argument, then one attribute each
         self,
         home: Path | str,
         project_dir: Path | str | None = None,
@@ -74,6 +74,8 @@ class Runtime(RuntimeWaits):
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
         tracing: Tracing = None,
+        coordination: Coordinator | str | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL_S,
     ) -> None:
         """Open (creating if needed) the clew home ``home``.
 
@@ -89,6 +91,10 @@ class Runtime(RuntimeWaits):
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
             tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
                 app has set a tracer provider; True, False, or a ``TracerProvider``.
+            coordination: where session leases and the run queue live (docs/serve.md):
+                a ``postgresql://`` URL, a coordinator, or None — the home's
+                ``coord.sqlite`` once ``submit`` or ``serve`` created it.
+            lease_ttl: seconds a session lease lives without renewal.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
@@ -106,6 +112,8 @@ class Runtime(RuntimeWaits):
             environ=environ,
             read_only=read_only,
             tracing=tracing,
+            coordination=coordination,
+            lease_ttl=lease_ttl,
         )
         #: The clew home directory.
         self.home: Path = engine.home
@@ -444,47 +452,6 @@ class Runtime(RuntimeWaits):
         )
 
     # --- fork and rerun (docs/replay-and-recovery.md#fork-rerun-and-diff) -----------------
-
-    def fork(self, session_id: str, at: str | None = None, title: str | None = None) -> Session:
-        """Create a session whose history is ``session_id``'s path root → ``at`` (default:
-        its active node), recorded with ``parent_session_id`` and ``fork_from_node_id``.
-
-        Raises:
-            InvalidSessionId, UnknownSession: bad or unknown session.
-            UnknownNode: ``at`` is not a node of the session.
-            ReadOnlyStore: the runtime was opened read-only.
-        """
-        sid = validate_session_id(session_id)
-        node = at if at is not None else self.store.read_session(sid).active_node_id
-        return Session(self, forking.fork_session(self._engine, sid, node, title=title))
-
-    def rerun(
-        self,
-        session_id: str,
-        *,
-        run: str | None = None,
-        models: Mapping[str, ModelArg | str] | None = None,
-        tool_results: Mapping[str, Any] | None = None,
-        instructions: Mapping[str, str] | None = None,
-        prompt: str | None = None,
-        model: ModelArg | None = None,
-        tools: Sequence[Tool] | None = None,
-        title: str | None = None,
-    ) -> RerunReport:
-        """Fork the session where ``run`` (default: its last main run) started and
-        re-execute the run there with the changes (docs/replay-and-recovery.md): a role's
-        chain (``models``), tool results by call id, a role's ``instructions``, the
-        ``prompt``. Unchanged model calls are served from the recording; the rest are
-        asked live (``model`` supplies the recorded chain's models by name; ``tools`` the
-        live tools).
-
-        Raises:
-            UsageError: no such run, an unknown role or tool call id, a bad prompt.
-        """
-        changes = Changes(models=models or {}, tool_results=tool_results or {},
-                          instructions=instructions or {}, prompt=prompt)  # fmt: skip
-        return rerunning.rerun(self._engine, session_id, run=run, changes=changes,
-                               model=model, tools=tools, title=title)  # fmt: skip
 
     def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
         """Cancel the session's run in progress — in this process, in the process that

@@ -1,0 +1,201 @@
+"""``clew submit``, ``clew queue``, ``clew serve``: the run queue and the serving process
+(docs/serve.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Annotated, Any
+
+import msgspec
+import typer
+
+from actors.cli.app import app
+from actors.cli.ids import resolve_session
+from actors.cli.options import Home, Json, Project, Where, home_exists, where_from
+from actors.cli.output import print_json, utf8_text
+from actors.errors import UsageError
+from actors.runtime.coord.location import is_database_url
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, QueuedRun
+from actors.runtime.recipes import Recipes, load_app
+from actors.runtime.runtime import Runtime
+from eventlog.errors import StoreError, clipped
+from eventlog.ids import validate_session_id
+
+Coordination = Annotated[
+    str | None,
+    typer.Option(
+        "--coordination",
+        metavar="URL",
+        envvar="CLEW_COORDINATION",
+        help="a postgresql:// database for leases and the run queue (default: the home's"
+        " coord.sqlite)",
+    ),
+]
+LeaseTtl = Annotated[
+    float,
+    typer.Option(
+        "--lease-ttl",
+        metavar="SECONDS",
+        min=0.5,
+        help="a dead process's sessions are taken over after this long",
+    ),
+]
+
+
+def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
+    """Open the runtime of the home with its coordinator (refusing a bad URL first)."""
+    if coordination is not None and not is_database_url(coordination):
+        raise UsageError(
+            f"--coordination {clipped(coordination)} is not a postgresql:// URL (without it"
+            " the home's coord.sqlite is used)"
+        )
+    try:
+        rt = Runtime.from_env(
+            os.environ,
+            home=str(where.home),
+            project_dir=str(where.project),
+            coordination=coordination,
+            lease_ttl=lease_ttl,
+        )
+    except (OSError, StoreError) as e:
+        raise UsageError(f"cannot open the clew home {where.home}: {e}") from e
+    try:
+        rt.coordinator()
+    except StoreError as e:
+        rt.close()
+        raise UsageError(f"cannot open the run queue: {e}") from e
+    return rt
+
+
+def _row_json(row: QueuedRun) -> dict[str, Any]:
+    doc: dict[str, Any] = msgspec.to_builtins(row)
+    return doc
+
+
+@app.command()
+def submit(
+    prompt: Annotated[str, typer.Argument(help="the user request")],
+    session: Annotated[
+        str | None,
+        typer.Option("--session", metavar="SESSION", help="run in this session (id, prefix, last)"),
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", metavar="NAME", help="the model recipe (app-registered)")
+    ] = "demo",
+    tools: Annotated[
+        str | None,
+        typer.Option("--tools", metavar="NAME", help="the tools recipe (default: demo's own)"),
+    ] = None,
+    team: Annotated[
+        str | None, typer.Option("--team", metavar="NAME", help="the team recipe")
+    ] = None,
+    coordination: Coordination = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """Queue PROMPT for a `clew serve` process; print the queued run's id."""
+    where = where_from(home, project)
+    for what, value in (("the prompt", prompt), ("--model", model), ("--tools", tools)):
+        if value is not None:
+            utf8_text(what, value)
+    if tools is None and model == "demo":
+        tools = "demo"  # the demo scenario calls its two tools
+    rt = _open(where, coordination, DEFAULT_LEASE_TTL_S)
+    try:
+        sid = None
+        if session is not None:
+            if not home_exists(where):
+                raise UsageError(f"unknown session {session}: {where.home} holds no sessions")
+            sid = resolve_session(rt.store, validate_session_id(session))
+        row = rt.submit(prompt, model=model, tools=tools, team=team, session=sid)
+    finally:
+        rt.close()
+    if as_json:
+        print_json(_row_json(row))
+    else:
+        print(row.id)
+
+
+@app.command()
+def queue(
+    limit: Annotated[int, typer.Option(min=1, help="show the newest N queued runs")] = 50,
+    coordination: Coordination = None,
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+) -> None:
+    """List the queued runs: id, status, outcome, attempts, session, owner."""
+    where = where_from(home, project)
+    rt = _open(where, coordination, DEFAULT_LEASE_TTL_S)
+    try:
+        rows = rt.queue(limit)
+    finally:
+        rt.close()
+    if as_json:
+        print_json({"runs": [_row_json(r) for r in rows]})
+        return
+    for r in rows:
+        outcome = r.outcome or "-"
+        print(
+            f"{r.id}\t{r.status}\t{outcome}\tattempts={r.attempts}\t{r.session_id or '-'}"
+            f"\t{r.owner or '-'}\t{clipped(r.prompt, 40)}"
+        )
+
+
+@app.command()
+def serve(
+    app_ref: Annotated[
+        str | None,
+        typer.Option("--app", metavar="MODULE:CALLABLE", help="returns the app's Recipes"),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="runs at once")] = 1,
+    lease_ttl: LeaseTtl = DEFAULT_LEASE_TTL_S,
+    drain: Annotated[
+        float,
+        typer.Option(metavar="SECONDS", min=0, help="on SIGTERM, wait this long for runs"),
+    ] = 30.0,
+    coordination: Coordination = None,
+    home: Home = None,
+    project: Project = None,
+) -> None:
+    """Take queued runs and resume the runs of dead peers until SIGTERM or Ctrl-C."""
+    where = where_from(home, project)
+    recipes = load_app(app_ref) if app_ref is not None else Recipes()
+    rt = _open(where, coordination, lease_ttl)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        report = rt.serve(
+            recipes=recipes,
+            concurrency=concurrency,
+            stop=stop,
+            drain_s=drain,
+            on_event=lambda line: print(line, flush=True),
+        )
+    except BaseException:
+        rt.close()
+        raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if report.running:
+        # Left interrupted, not cancelled: their leases expire and a peer resumes them.
+        print(
+            f"stopped with queued run(s) {', '.join(map(str, report.running))} in progress;"
+            " another clew serve resumes them once their leases expire",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(0)
+    rt.close()
+    print(f"stopped: {len(report.done)} done, {len(report.recovered)} recovered", flush=True)

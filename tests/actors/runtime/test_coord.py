@@ -1,0 +1,60 @@
+"""Leases and the run queue: the conformance suite on SQLite and on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from actors.runtime.coord.location import COORD_FILE, open_coordinator
+from actors.runtime.coord.postgres import PostgresCoordinator, without_password
+from actors.runtime.coord.sqlite import SQLiteCoordinator
+from eventlog.errors import StoreError
+from tests.actors.runtime.coord_conformance import Clock, CoordConformance, CoordFactory
+
+
+class TestSQLiteCoordinator(CoordConformance):
+    @pytest.fixture
+    def make_coord(self, tmp_path: Path) -> CoordFactory:
+        return lambda clock: SQLiteCoordinator(tmp_path / COORD_FILE, clock=clock)
+
+
+class TestPostgresCoordinator(CoordConformance):
+    @pytest.fixture
+    def make_coord(self, pg_url: str) -> CoordFactory:
+        return lambda clock: PostgresCoordinator(pg_url, clock=clock)
+
+
+def test_a_home_path_opens_its_coord_file(tmp_path: Path) -> None:
+    coord = open_coordinator(tmp_path / "home")
+    try:
+        assert str(tmp_path / "home" / COORD_FILE) == coord.location
+    finally:
+        coord.close()
+
+
+def test_a_postgresql_url_opens_the_database(pg_url: str) -> None:
+    coord = open_coordinator(pg_url)
+    try:
+        assert isinstance(coord, PostgresCoordinator)
+    finally:
+        coord.close()
+
+
+def test_an_unreachable_database_is_one_store_error() -> None:
+    url = "postgresql://clew:secret@127.0.0.1:1/x?connect_timeout=2"
+    with pytest.raises(StoreError, match=re.escape("cannot connect to postgresql://clew@")) as e:
+        PostgresCoordinator(url)
+    assert "secret" not in str(e.value)
+
+
+def test_a_password_never_appears_in_the_location() -> None:
+    assert "postgresql://u@h:5/db" == without_password("postgresql://u:pw@h:5/db")
+    assert "postgresql://h/db" == without_password("postgresql://h/db")
+
+
+def test_a_file_that_is_not_a_database_is_one_store_error(tmp_path: Path) -> None:
+    (tmp_path / COORD_FILE).write_text("not a database " * 100)
+    with pytest.raises(StoreError, match="cannot open the coordination database"):
+        SQLiteCoordinator(tmp_path / COORD_FILE, clock=Clock())
