@@ -21,7 +21,7 @@ from projections.tree import NodeTree
 def tasks_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     """Return ``clew tasks --json``: every task of every WAL, the latest WAL, all WALs."""
     runs = rt.main_runs(sid)
-    wals = inspect_wals(rt.session_dir(sid), sid, runs)
+    wals = inspect_wals(rt.session_dir(sid), sid, runs, wals=rt.task_wals(sid))
     latest = wal_name_for(runs[-1]) if runs else None
     current = next((w for w, _ in wals if w.name == latest), wals[-1][0] if wals else None)
     return {

@@ -231,7 +231,7 @@ def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     runs = rt.main_runs(sid)
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
-    wals = inspect_wals(project, sid, runs)
+    wals = inspect_wals(project, sid, runs, wals=rt.task_wals(sid))
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))

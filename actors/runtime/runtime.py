@@ -39,9 +39,11 @@ from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
 from eventlog.events import ActiveNodeSwitched, SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
+from eventlog.locations import is_postgres_url
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
+from eventlog.wals import TaskWals
 from eventlog.writer import Writer
 from projections.tree import NodeTree, check_switch_target
 
@@ -60,7 +62,7 @@ class Runtime(RuntimeWaits):
 
     def __init__(
         self,
-        home: Path | str,
+        home: Path | str | None = None,
         project_dir: Path | str | None = None,
         *,
         durability: Durability = "normal",
@@ -71,8 +73,9 @@ class Runtime(RuntimeWaits):
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
         tracing: Tracing = None,
+        store: str | None = None,
     ) -> None:
-        """Open (creating if needed) the clew home ``home``.
+        """Open (creating if needed) the clew home ``home``, or the store at ``store``.
 
         Args:
             project_dir: where Task WALs live (``<project>/.clew/tasks``); default: cwd.
@@ -86,14 +89,20 @@ class Runtime(RuntimeWaits):
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
             tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
                 app has set a tracer provider; True, False, or a ``TracerProvider``.
+            store: a ``postgresql://`` URL (docs/postgres.md): the events, artifacts and
+                Task WALs live in that database; ``home`` (default ``$CLEW_HOME``, else
+                ``~/.clew``) then keeps only this host's owner locks and control files.
+                A path here is a home, as if given as ``home``.
 
         Raises:
             StoreError: the home cannot be opened (read-only: there is no store in it,
                 or its schema cannot be read without migrating it).
             UsageError: ``tracing`` is asked for without OpenTelemetry installed.
         """
+        if store is not None and not is_postgres_url(store):
+            home, store = home or store, None
         self._engine = engine = Engine(
-            Path(home).expanduser(),
+            home_from_env(os.environ, home),
             Path(project_dir) if project_dir is not None else Path.cwd(),
             durability=durability,
             clock=clock,
@@ -103,6 +112,7 @@ class Runtime(RuntimeWaits):
             environ=environ,
             read_only=read_only,
             tracing=tracing,
+            store=store,
         )
         #: The clew home directory.
         self.home: Path = engine.home
@@ -133,7 +143,8 @@ class Runtime(RuntimeWaits):
         project_dir: str | None = None,
         **kwargs: Any,
     ) -> Runtime:
-        """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew``; read fault env vars.
+        """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew`` (the store
+        ``$CLEW_STORE`` when set); read fault env vars.
 
         Raises:
             UsageError: a fault variable is not a positive whole number.
@@ -141,6 +152,8 @@ class Runtime(RuntimeWaits):
         env = os.environ if env is None else env
         fault = FaultPlan.from_env(env)
         kwargs.setdefault("environ", env)
+        if env.get("CLEW_STORE"):
+            kwargs.setdefault("store", env["CLEW_STORE"])
         return cls(home_from_env(env, home), project_dir, fault=fault, **kwargs)
 
     def __enter__(self) -> Runtime:
@@ -274,6 +287,11 @@ class Runtime(RuntimeWaits):
             ProjectDirGone: that directory no longer exists.
         """
         return self._engine.session_dir(session_id)
+
+    def task_wals(self, session_id: str) -> TaskWals:
+        """Where the session's Task WALs live: the PostgreSQL store's ``task_wal`` table,
+        or the files under :meth:`session_dir` (``ProjectDirGone`` if it is gone)."""
+        return self._engine.task_wals(session_id)
 
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily)."""

@@ -102,7 +102,7 @@ def _check_wals(engine: Engine, sid: str) -> tuple[list[TaskWalReport], list[str
     log; return the reports and the problems found."""
     mains = engine.main_runs(sid)
     try:
-        found = inspect_wals(engine.session_dir(sid), sid, mains)
+        found = inspect_wals(engine.session_dir(sid), sid, mains, wals=engine.task_wals(sid))
         gone = None
     except ProjectDirGone as e:
         found, gone = [], e
