@@ -16,6 +16,7 @@ import typer
 # The command modules register their commands on the app when imported.
 from actors.cli import (
     check_commands,
+    copy_command,
     hitl_commands,
     live_commands,
     read_commands,
@@ -33,6 +34,7 @@ from eventlog.logs import get_output, set_output
 
 COMMAND_MODULES = (
     run_commands,
+    copy_command,
     read_commands,
     check_commands,
     live_commands,
