@@ -79,9 +79,7 @@ def test_a_session_copied_sqlite_to_postgres_to_sqlite_is_exact_and_verifies(
 
 def _verify_and_replay(capsys: pytest.CaptureFixture[str], location: str, project: Path) -> None:
     flag = "--store" if location.startswith("postgresql://") else "--home"
-    code, out, err = _clew(
-        capsys, flag, location, "--project", str(project), "verify", sid := "last"
-    )
+    code, out, err = _clew(capsys, flag, location, "--project", str(project), "verify", "last")
     assert 0 == code, (location, out, err)
     code, out, err = _clew(capsys, flag, location, "--project", str(project), "replay", "last")
     assert 0 == code, (location, out, err)
