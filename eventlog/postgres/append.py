@@ -8,7 +8,7 @@ waits for the commit, then continues from the numbers it left. Nothing is cached
 transactions: another process may have appended since.
 
 As on SQLite the batch first runs optimistically (no savepoints, event rows in one
-``executemany``); only if a request fails is the transaction rolled back and the batch
+``COPY``); only if a request fails is the transaction rolled back and the batch
 re-run with a savepoint per request, skipping the request already known to fail. A
 ``NOTIFY clew_events, '<sid> <last_seq>'`` per touched session rides in the transaction:
 PostgreSQL delivers it at the commit, never for a batch rolled back.
@@ -48,6 +48,7 @@ CHANNEL = "clew_events"
 
 _encode = msgspec.json.Encoder().encode
 _INSERT = "INSERT INTO events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+_COPY = "COPY events FROM STDIN"
 
 
 class _Retry(Exception):
@@ -183,8 +184,10 @@ class BatchAppend:
             done.append((i, stored))
         try:
             if pending:
-                with conn.cursor() as cur:
-                    cur.executemany(_INSERT, pending)
+                # COPY: one stream for the batch's rows (~3× executemany's pipeline).
+                with conn.cursor() as cur, cur.copy(_COPY) as copy:
+                    for row in pending:
+                        copy.write_row(row)
         except psycopg.Error as e:
             raise _Retry from e
 
