@@ -103,18 +103,10 @@ class Engine:
             self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         #: Where the store lives: a ``postgresql://`` URL, or the home (SQLite).
         self.location: str = store if store is not None else str(self.home)
+        self.store: EventStore
         #: The Task WALs of a PostgreSQL store (its ``task_wal`` table); None: files.
-        self.table_wals: TaskWals | None = None
-        if store is not None and is_postgres_url(store):
-            self.store: EventStore = open_store(store, read_only=read_only)
-            self.table_wals = pg_task_wals(store)
-        else:
-            self.store = SQLiteStore(
-                self.home / "sessions.sqlite",
-                artifacts_dir=self.home / "artifacts",
-                durability=durability,
-                read_only=read_only,
-            )
+        self.table_wals: TaskWals | None
+        self.store, self.table_wals = _open_store(home, store, durability, read_only=read_only)
         self.clock: Clock = clock or SystemClock()
         self.ids: IdSource = ids or DerivedIds()
         self.settings = settings or RunSettings()
@@ -330,6 +322,22 @@ class Engine:
             hooks=kw.pop("hooks", self.hooks),
             **kw,
         )
+
+
+def _open_store(
+    home: Path, store: str | None, durability: Durability, *, read_only: bool
+) -> tuple[EventStore, TaskWals | None]:
+    """The store of ``home`` (SQLite), or at the ``postgresql://`` URL ``store`` with the
+    Task WAL table beside it."""
+    if store is not None and is_postgres_url(store):
+        return open_store(store, read_only=read_only), pg_task_wals(store)
+    sqlite = SQLiteStore(
+        home / "sessions.sqlite",
+        artifacts_dir=home / "artifacts",
+        durability=durability,
+        read_only=read_only,
+    )
+    return sqlite, None
 
 
 def pg_task_wals(url: str) -> TaskWals:

@@ -60,6 +60,7 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
 class Runtime(RuntimeWaits):
     """An open clew home: the store, the writer, task managers, and the session API."""
 
+    # long: the public constructor; its docstring documents every keyword
     def __init__(
         self,
         home: Path | str | None = None,
