@@ -278,7 +278,11 @@ class StoreConformance:
     @settings(
         max_examples=30,
         deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture],
+        # Each backend's subclass runs these methods: a different executor by design.
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
     )
     @given(batch=st.lists(events(), min_size=1, max_size=8))
     def test_any_event_without_a_materialised_row_reads_back_equal(
@@ -380,7 +384,11 @@ class StoreConformance:
     @settings(
         max_examples=25,
         deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture],
+        # Each backend's subclass runs these methods: a different executor by design.
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
     )
     @given(moves=st.lists(st.tuples(st.booleans(), st.integers(min_value=0)), max_size=25))
     def test_the_node_tree_matches_a_simple_model_after_any_appends_and_switches(
