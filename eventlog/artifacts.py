@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Protocol
 
 from eventlog.durable_fs import fsync_dir, make_dirs_durable
 from eventlog.errors import StoreError
@@ -24,6 +25,25 @@ def _file_sha256(path: Path) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+class Artifacts(Protocol):
+    """Where a store keeps its artifacts: files (SQLite) or rows (PostgreSQL).
+
+    ``rel_path`` is ``<session_id>/<sha256>.<ext>`` on every backend.
+    """
+
+    def write(self, session_id: str, data: bytes, ext: str = "json") -> tuple[str, str, int]:
+        """Store ``data`` durably; return ``(relative_path, sha256_hex, size_bytes)``."""
+        ...
+
+    def read(self, rel_path: str) -> bytes:
+        """Return the bytes of the artifact at ``rel_path``."""
+        ...
+
+    def read_range(self, rel_path: str, offset: int, length: int) -> bytes:
+        """Return at most ``length`` bytes of the artifact from ``offset``."""
+        ...
 
 
 class ArtifactFiles:

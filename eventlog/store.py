@@ -1,4 +1,4 @@
-"""The event store contract every backend implements (SQLite now; PostgreSQL next).
+"""The event store contract every backend implements (SQLite and PostgreSQL).
 
 :class:`EventStore` is the one store protocol: the writer actor, the projections and
 the runtime type against it, never against a backend class. It holds what code outside
@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from eventlog.artifacts import ArtifactFiles
+from eventlog.artifacts import Artifacts
 from eventlog.errors import ClewError
 from eventlog.records import (
     AgentRow,
@@ -41,8 +41,8 @@ class EventStore(Protocol):
         ...
 
     @property
-    def artifacts(self) -> ArtifactFiles:
-        """The artifact files, written durably before the events that reference them."""
+    def artifacts(self) -> Artifacts:
+        """The artifacts (files or rows), durable before the events that reference them."""
         ...
 
     def append_batch(

@@ -40,6 +40,15 @@ app = typer.Typer(
 def _root(
     home: Home = None,
     project: Project = None,
+    _store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="URL",
+            help="a postgresql:// store (default: $CLEW_STORE); works after the command too",
+            show_default=False,
+        ),
+    ] = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     version: Annotated[

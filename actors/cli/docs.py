@@ -20,7 +20,7 @@ from projections.tree import NodeTree
 def tasks_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     """Return ``clew tasks --json``: every task of every WAL, the latest WAL, all WALs."""
     names = rt.wal_names(sid)
-    wals = inspect_wals(rt.session_dir(sid), sid, names)
+    wals = inspect_wals(rt.session_dir(sid), sid, names, wals=rt.task_wals(sid))
     latest = names[-1] if names else None
     current = next((w for w, _ in wals if w.name == latest), wals[-1][0] if wals else None)
     return {

@@ -16,6 +16,7 @@ import typer
 # The command modules register their commands on the app when imported.
 from actors.cli import (
     check_commands,
+    copy_command,
     history_commands,
     hitl_commands,
     live_commands,
@@ -30,11 +31,13 @@ from actors.cli.app import app
 from actors.cli.logs import configure_logging
 from actors.cli.options import BEFORE_COMMAND
 from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_error
+from actors.cli.store_option import lift_store_option
 from eventlog.errors import ClewError, Refused
 from eventlog.logs import get_output, set_output
 
 COMMAND_MODULES = (
     run_commands,
+    copy_command,
     read_commands,
     check_commands,
     live_commands,
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
     try:
         configure_logging()
+        args, BEFORE_COMMAND["store"] = lift_store_option(args)
         result = app(args=args, prog_name="clew", standalone_mode=False)
     except typer.Abort:
         print("interrupted", file=sys.stderr)

@@ -20,10 +20,12 @@ import typer
 
 from actors.cli import ids
 from actors.cli.output import clipped
+from actors.cli.store_option import chosen_store
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime, home_from_env
 from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
+from eventlog.locations import is_postgres_url
 from eventlog.records import SessionRow
 from eventlog.taskwal import WAL_SUFFIX
 
@@ -105,6 +107,8 @@ class Where(msgspec.Struct, frozen=True):
     project: Path
     #: Open the home read-only (the running command is one of :data:`READ_COMMANDS`).
     read_only: bool = False
+    #: A ``postgresql://`` store (``--store`` / ``$CLEW_STORE``; actors/cli/store_option.py).
+    store: str | None = None
 
 
 #: ``--home`` / ``--project`` given before the command (``clew --home H sessions``), and
@@ -128,10 +132,14 @@ def where_from(home: str | None, project: str | None) -> Where:
         is_dir = False
     if not is_dir:
         raise UsageError(f"--project {clipped(chosen)} is not a directory")
+    store = chosen_store(BEFORE_COMMAND.get("store"), chosen_home, os.environ)
+    if chosen_home and is_postgres_url(chosen_home):
+        chosen_home = None
     where = Where(
         home=home_from_env(os.environ, chosen_home),
         project=chosen,
         read_only=BEFORE_COMMAND.get("command") in READ_COMMANDS,
+        store=store,
     )
     check_home(where)
     return where
@@ -201,6 +209,7 @@ def open_runtime(where: Where) -> Runtime:
             home=str(where.home),
             project_dir=str(where.project),
             read_only=where.read_only,
+            store=where.store,
         )
     except OSError as e:
         why = e.strerror or str(e)
@@ -208,11 +217,14 @@ def open_runtime(where: Where) -> Runtime:
             why += f": {e.filename}"
         raise UsageError(f"cannot open the clew home {where.home}: {why}") from e
     except StoreError as e:
+        if where.store is not None:
+            raise UsageError(f"cannot open the store: {e}") from e
         raise UsageError(f"cannot open the clew home {where.home}: {e}") from e
 
 
 def home_exists(where: Where) -> bool:
-    return (where.home / "sessions.sqlite").exists()
+    """True when the home holds a store (a PostgreSQL store: always, it says itself)."""
+    return where.store is not None or (where.home / "sessions.sqlite").exists()
 
 
 @contextmanager

@@ -230,7 +230,7 @@ def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
-    wals = inspect_wals(project, sid, rt.wal_names(sid))
+    wals = inspect_wals(project, sid, rt.wal_names(sid), wals=rt.task_wals(sid))
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))

@@ -53,11 +53,14 @@ def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
             f"--coordination {clipped(coordination)} is not a postgresql:// URL (without it"
             " the home's coord.sqlite is used)"
         )
+    # On a PostgreSQL store the sessions' leases and queue live in the same database.
+    coordination = coordination or where.store
     try:
         rt = Runtime.from_env(
             os.environ,
             home=str(where.home),
             project_dir=str(where.project),
+            store=where.store,
             coordination=coordination,
             lease_ttl=lease_ttl,
         )

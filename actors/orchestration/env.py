@@ -19,6 +19,7 @@ from actors.replay.recorder import RunRecorder
 from eventlog.clock import Clock
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
+from eventlog.wals import TaskWals
 from eventlog.writer import Writer
 
 
@@ -54,6 +55,8 @@ class SessionEnv:
     #: The application's hooks (:class:`~actors.orchestration.hooks.Hooks`); None: none.
     #: Typed ``Any``: the hooks module builds on this one.
     hooks: Any = None
+    #: Where the session's Task WALs live when not in files (a PostgreSQL store's table).
+    task_wals: TaskWals | None = None
     #: The orchestration flow of the main run (its recorded ``RunInputs.flow``).
     flow: int = FLOW
     #: How a replay or resume treats the recording (live tools, past a divergence).

@@ -32,7 +32,7 @@ from eventlog.errors import TaskWalError
 from eventlog.events import Todo, TodoPlanned, TodoStatus, TodoUpdated
 from eventlog.ids import task_name, unique_task_name, wal_name_for
 from eventlog.packets import BrainTaskContext
-from eventlog.taskwal import list_wal_names
+from eventlog.wals import FileWals
 from projections.todos import RunTodos, render_board, render_plan
 
 
@@ -60,7 +60,8 @@ class RunPlan:
         first_line = request.strip().split("\n", 1)[0]
         name = task_name(plan.task_name or first_line)
         try:
-            taken = set(list_wal_names(self.env.project_dir, self.env.session_id))
+            wals = self.env.task_wals or FileWals(self.env.project_dir)
+            taken = set(wals.names(self.env.session_id))
         except TaskWalError:
             taken = set()  # the directory is unusable: the WAL will say so when opened
         return unique_task_name(name, taken)

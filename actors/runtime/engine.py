@@ -32,9 +32,11 @@ from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ReadOnlyStore, StoreError
 from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
+from eventlog.locations import is_postgres_url, open_store
 from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
 from eventlog.taskwal import wal_dir
+from eventlog.wals import FileWals, TaskWals
 from eventlog.writer import Writer
 
 #: How long closing an engine waits for each run in progress to record its cancellation.
@@ -90,6 +92,7 @@ class Engine:
         tracing: Tracing = None,
         coordination: Coordinator | str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL_S,
+        store: str | None = None,
     ) -> None:
         # First: refusing tracing (no OpenTelemetry) must leave nothing open behind it.
         tracer = None if read_only else tracer_for(tracing)
@@ -103,12 +106,12 @@ class Engine:
         if not read_only:
             # Private whatever the umask: the home holds every prompt and tool output.
             self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.store: EventStore = SQLiteStore(
-            self.home / "sessions.sqlite",
-            artifacts_dir=self.home / "artifacts",
-            durability=durability,
-            read_only=read_only,
-        )
+        #: Where the store lives: a ``postgresql://`` URL, or the home (SQLite).
+        self.location: str = store if store is not None else str(self.home)
+        self.store: EventStore
+        #: The Task WALs of a PostgreSQL store (its ``task_wal`` table); None: files.
+        self.table_wals: TaskWals | None
+        self.store, self.table_wals = _open_store(home, store, durability, read_only=read_only)
         self.clock: Clock = clock or SystemClock()
         self.ids: IdSource = ids or DerivedIds()
         self.settings = settings or RunSettings()
@@ -155,6 +158,9 @@ class Engine:
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()
+        close_wals = getattr(self.table_wals, "close", None)
+        if close_wals is not None:
+            close_wals()
         self.leases.close()
         self.store.close()
 
@@ -288,6 +294,8 @@ class Engine:
         own = self.project_dir
         if recorded == own or not recorded.is_absolute() or wal_dir(own, sid).is_dir():
             return own  # (created on the first Task WAL line if it does not exist yet)
+        if self.table_wals is not None and not recorded.is_dir():
+            return own  # the WALs are in the database: another host resumes here
         if not recorded.is_dir():
             raise ProjectDirGone(
                 f"session {sid} belongs to the project directory {recorded}, which no longer"
@@ -306,9 +314,21 @@ class Engine:
         tm = self._task_managers.get(session_id)
         if tm is None:
             self.refuse_if_read_only(f"starting the task manager of {session_id}")
-            tm = start_task_manager(self.session_dir(session_id), session_id, clock=self.clock)
+            tm = start_task_manager(
+                self.session_dir(session_id),
+                session_id,
+                clock=self.clock,
+                wals=self.table_wals,
+            )
             self._task_managers[session_id] = tm
         return tm
+
+    def task_wals(self, session_id: str) -> TaskWals:
+        """Where the session's Task WALs live: the store's table, or the files of its
+        project directory (:meth:`session_dir`)."""
+        if self.table_wals is not None:
+            return self.table_wals
+        return FileWals(self.session_dir(session_id))
 
     def env(
         self,
@@ -331,8 +351,32 @@ class Engine:
             before_tool=self._before_tool,
             artifact_threshold=self.store.artifact_threshold,
             hooks=kw.pop("hooks", self.hooks),
+            task_wals=self.table_wals,
             **kw,
         )
+
+
+def _open_store(
+    home: Path, store: str | None, durability: Durability, *, read_only: bool
+) -> tuple[EventStore, TaskWals | None]:
+    """The store of ``home`` (SQLite), or at the ``postgresql://`` URL ``store`` with the
+    Task WAL table beside it."""
+    if store is not None and is_postgres_url(store):
+        return open_store(store, read_only=read_only), pg_task_wals(store)
+    sqlite = SQLiteStore(
+        home / "sessions.sqlite",
+        artifacts_dir=home / "artifacts",
+        durability=durability,
+        read_only=read_only,
+    )
+    return sqlite, None
+
+
+def pg_task_wals(url: str) -> TaskWals:
+    """The Task WAL table of the PostgreSQL store at ``url`` (psycopg imported here only)."""
+    from eventlog.postgres.taskwal import PgWals  # noqa: PLC0415 - the optional extra
+
+    return PgWals(url)
 
 
 def model_names(models: dict[str, list[Model]]) -> dict[str, list[str]]:

@@ -5,7 +5,9 @@
 ``WHERE seq > ? ORDER BY seq LIMIT ?``: a range search by ``seq``), so a poll costs
 what is new, never a re-read of the session. A reader sees only committed transactions,
 so every event yielded is durable, and seqs come gapless and in order. While nothing is
-new it sleeps ``poll_s`` (woken early by a ``threading.Event`` stop).
+new it sleeps ``poll_s`` (woken early by a ``threading.Event`` stop). On PostgreSQL it
+waits on ``LISTEN`` instead and wakes at the commit of the session's next batch, in
+whatever process or host (``eventlog/postgres/notify.py``); ``poll_s`` bounds the wait.
 
 It ends when ``stop`` says so, or — with ``until_idle`` — once the session has no run in
 progress: no run the store calls running/pending whose owner lock a live process holds
@@ -18,10 +20,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from actors.errors import UsageError
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
 from eventlog.ids import validate_session_id
+from eventlog.locations import is_postgres_url
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
 
@@ -63,7 +67,23 @@ def follow(
         raise UsageError(f"poll_s must be > 0 seconds, not {poll_s!r}")
     engine.store.read_session(sid)
     idle = (lambda: not run_in_progress(engine, sid)) if until_idle else None
-    return _poll(engine.store, sid, since_seq, poll_s, stop, idle)
+    return _poll(engine.store, sid, since_seq, poll_s, stop, idle, lambda: _waiter(engine, sid))
+
+
+def _waiter(engine: Engine, sid: str) -> _Waiter | None:
+    """On PostgreSQL, a ``LISTEN`` connection that wakes the follower at each commit of the
+    session, whichever process or host wrote it (eventlog/postgres/notify.py)."""
+    if not is_postgres_url(engine.location):
+        return None
+    from eventlog.postgres.notify import CommitWaiter  # noqa: PLC0415 - the optional extra
+
+    return CommitWaiter(engine.location, sid)
+
+
+class _Waiter(Protocol):
+    def wait(self, after_seq: int, timeout: float) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 def _stopped(stop: Stop | None) -> bool:
@@ -81,6 +101,24 @@ def _poll(
     poll_s: float,
     stop: Stop | None,
     idle: Callable[[], bool] | None,
+    make_waiter: Callable[[], _Waiter | None] = lambda: None,
+) -> Iterator[StoredEvent]:
+    waiter = make_waiter()  # at the first next(): an iterator never started holds nothing
+    try:
+        yield from _poll_loop(store, sid, last, poll_s, stop, idle, waiter)
+    finally:
+        if waiter is not None:
+            waiter.close()
+
+
+def _poll_loop(
+    store: EventStore,
+    sid: str,
+    last: int,
+    poll_s: float,
+    stop: Stop | None,
+    idle: Callable[[], bool] | None,
+    waiter: _Waiter | None,
 ) -> Iterator[StoredEvent]:
     while True:
         batch = store.read_events(sid, after_seq=last, limit=FOLLOW_BATCH)
@@ -94,7 +132,9 @@ def _poll(
             # made ``stop`` true) between the read above and this check.
             yield from store.read_events(sid, after_seq=last)
             return
-        if isinstance(stop, threading.Event):
+        if waiter is not None:
+            waiter.wait(last, poll_s)  # woken by the commit, or polls on after poll_s
+        elif isinstance(stop, threading.Event):
             stop.wait(poll_s)
         else:
             time.sleep(poll_s)

@@ -43,9 +43,11 @@ from actors.tasks.manager import TaskManagerProxy
 from eventlog.clock import Clock
 from eventlog.events import SessionCreated
 from eventlog.ids import IdSource, brain_agent_id, validate_session_id
+from eventlog.locations import is_postgres_url
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
+from eventlog.wals import TaskWals
 from eventlog.writer import Writer
 
 #: Fresh session ids to try before giving up: 20 collisions of a 16-bit suffix in one
@@ -63,7 +65,7 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
 
     def __init__(  # long: one docstring entry per argument, then one attribute each
         self,
-        home: Path | str,
+        home: Path | str | None = None,
         project_dir: Path | str | None = None,
         *,
         durability: Durability = "normal",
@@ -74,10 +76,11 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         environ: Mapping[str, str] | None = None,
         read_only: bool = False,
         tracing: Tracing = None,
+        store: str | None = None,
         coordination: Coordinator | str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL_S,
     ) -> None:
-        """Open (creating if needed) the clew home ``home``.
+        """Open (creating if needed) the clew home ``home``, or the store at ``store``.
 
         Args:
             project_dir: where Task WALs live (``<project>/.clew/tasks``); default: cwd.
@@ -91,6 +94,10 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
                 ``ReadOnlyStore``. Reading, ``replay`` and ``verify`` work.
             tracing: OpenTelemetry spans of every run (docs/runtime.md): None when the
                 app has set a tracer provider; True, False, or a ``TracerProvider``.
+            store: a ``postgresql://`` URL (docs/postgres.md): the events, artifacts and
+                Task WALs live in that database; ``home`` (default ``$CLEW_HOME``, else
+                ``~/.clew``) then keeps only this host's owner locks and control files.
+                A path here is a home, as if given as ``home``.
             coordination: where session leases and the run queue live (docs/serve.md):
                 a ``postgresql://`` URL, a coordinator, or None — the home's
                 ``coord.sqlite`` once ``submit`` or ``serve`` created it.
@@ -101,8 +108,10 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
                 or its schema cannot be read without migrating it).
             UsageError: ``tracing`` is asked for without OpenTelemetry installed.
         """
+        if store is not None and not is_postgres_url(store):
+            home, store = home or store, None
         self._engine = engine = Engine(
-            Path(home).expanduser(),
+            home_from_env(os.environ, home),
             Path(project_dir) if project_dir is not None else Path.cwd(),
             durability=durability,
             clock=clock,
@@ -112,6 +121,7 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
             environ=environ,
             read_only=read_only,
             tracing=tracing,
+            store=store,
             coordination=coordination,
             lease_ttl=lease_ttl,
         )
@@ -144,7 +154,8 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         project_dir: str | None = None,
         **kwargs: Any,
     ) -> Runtime:
-        """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew``; read fault env vars.
+        """Open the home named by ``home`` / ``$CLEW_HOME`` / ``~/.clew`` (the store
+        ``$CLEW_STORE`` when set); read fault env vars.
 
         Raises:
             UsageError: a fault variable is not a positive whole number.
@@ -152,6 +163,8 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         env = os.environ if env is None else env
         fault = FaultPlan.from_env(env)
         kwargs.setdefault("environ", env)
+        if env.get("CLEW_STORE"):
+            kwargs.setdefault("store", env["CLEW_STORE"])
         return cls(home_from_env(env, home), project_dir, fault=fault, **kwargs)
 
     def __enter__(self) -> Runtime:
@@ -281,6 +294,11 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
             ProjectDirGone: that directory no longer exists.
         """
         return self._engine.session_dir(session_id)
+
+    def task_wals(self, session_id: str) -> TaskWals:
+        """Where the session's Task WALs live: the PostgreSQL store's ``task_wal`` table,
+        or the files under :meth:`session_dir` (``ProjectDirGone`` if it is gone)."""
+        return self._engine.task_wals(session_id)
 
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily)."""

@@ -109,7 +109,7 @@ def _check_wals(engine: Engine, sid: str) -> tuple[list[TaskWalReport], list[str
     events = {run_id: engine.store.read_run(sid, run_id) for run_id in mains}
     names = [run_wal_name(run_id, events[run_id]) for run_id in mains]
     try:
-        found = inspect_wals(engine.session_dir(sid), sid, names)
+        found = inspect_wals(engine.session_dir(sid), sid, names, wals=engine.task_wals(sid))
         gone = None
     except ProjectDirGone as e:
         found, gone = [], e

@@ -39,21 +39,15 @@ from eventlog.clock import Clock, SystemClock
 from eventlog.errors import TaskGraphError, TaskWalCorrupt, TaskWalError
 from eventlog.ids import validate_session_id
 from eventlog.logs import get_logger
-from eventlog.taskwal import (
-    TaskEvent,
-    TaskStatus,
-    TaskWal,
-    replay_wal,
-    validate_wal_name,
-    wal_path,
-)
+from eventlog.taskwal import TaskEvent, TaskStatus, validate_wal_name
+from eventlog.wals import FileWals, TaskWalAppender, TaskWals
 from projections.taskdag import Task, TaskDag
 
 
 class _OpenWal:
     __slots__ = ("dag", "report", "wal")
 
-    def __init__(self, wal: TaskWal, dag: TaskDag, report: TaskWalReport) -> None:
+    def __init__(self, wal: TaskWalAppender, dag: TaskDag, report: TaskWalReport) -> None:
         self.wal = wal
         self.dag = dag
         self.report = report
@@ -75,8 +69,10 @@ class TaskManager(pykka.ThreadingActor):
         session_id: str,
         *,
         clock: Clock | None = None,
+        wals: TaskWals | None = None,
     ) -> None:
-        """Serve the WALs under ``<project_dir>/.clew/tasks/<session_id>/``.
+        """Serve the WALs under ``<project_dir>/.clew/tasks/<session_id>/`` — or in
+        ``wals`` (the ``task_wal`` table of a PostgreSQL store).
 
         Raises:
             InvalidSessionId: ``session_id`` is unsafe (raised by ``start``, synchronously).
@@ -85,6 +81,7 @@ class TaskManager(pykka.ThreadingActor):
         self._project_dir = os.fspath(project_dir)
         self._session_id = validate_session_id(session_id)
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._wals: TaskWals = wals if wals is not None else FileWals(self._project_dir)
         self._open: dict[str, _OpenWal] = {}
         self._unavailable: dict[str, TaskWalReport] = {}
         self._log = get_logger("clew.tasks").bind(session_id=session_id)
@@ -110,10 +107,10 @@ class TaskManager(pykka.ThreadingActor):
         validate_wal_name(name)
         if name in self._open:
             return self._open[name].report
-        path = wal_path(self._project_dir, self._session_id, name)
+        path = self._wals.location(self._session_id, name)
         log = self._log.bind(task_wal=name)
         try:
-            result = replay_wal(path, log=log, root=self._project_dir)
+            result = self._wals.replay(self._session_id, name, log=log)
             dag = TaskDag()
             for record in result.records:
                 try:
@@ -135,7 +132,7 @@ class TaskManager(pykka.ThreadingActor):
         )
         self._unavailable.pop(name, None)
         self._open[name] = _OpenWal(
-            TaskWal(path, last_seq=result.lines, clock=self._clock, root=self._project_dir),
+            self._wals.appender(self._session_id, name, last_seq=result.lines, clock=self._clock),
             dag,
             report,
         )
@@ -273,14 +270,18 @@ class TaskManagerProxy(ActorMemberMixin, pykka.ActorProxy[TaskManager]):
 
 
 def start_task_manager(
-    project_dir: str | os.PathLike[str], session_id: str, *, clock: Clock | None = None
+    project_dir: str | os.PathLike[str],
+    session_id: str,
+    *,
+    clock: Clock | None = None,
+    wals: TaskWals | None = None,
 ) -> TaskManagerProxy:
     """Start a ``TaskManager`` actor for ``session_id``; return its typed proxy.
 
     Raises:
         InvalidSessionId: ``session_id`` is unsafe.
     """
-    ref = TaskManager.start(project_dir, session_id, clock=clock)
+    ref = TaskManager.start(project_dir, session_id, clock=clock, wals=wals)
     # pykka's typed-proxy pattern: the proxy is an ActorProxy[TaskManager] at run time.
     return cast(TaskManagerProxy, ref.proxy())
 

@@ -51,8 +51,12 @@ def _as_postgres(argv: list[str]) -> list[str]:
     return argv
 
 
-def start_server(bin_dir: Path) -> str:
-    """Start a throwaway server and return its URL; it stops when this process exits."""
+def start_server(bin_dir: Path, *, fsync: bool = False) -> str:
+    """Start a throwaway server and return its URL; it stops when this process exits.
+
+    ``fsync=True`` (the benchmarks): a durable server, ``fsync=on`` and
+    ``synchronous_commit=on``, so a commit waits for its WAL flush as in production.
+    """
     root = Path(tempfile.mkdtemp(prefix="clew-pg-"))
     data = root / "data"
     if os.geteuid() == 0:
@@ -60,9 +64,8 @@ def start_server(bin_dir: Path) -> str:
     port = _free_port()
     initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
     subprocess.run(_as_postgres([*initdb, "-E", "UTF8"]), check=True, capture_output=True)
-    options = (
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    )
+    durable = "-c fsync=on -c synchronous_commit=on" if fsync else "-c fsync=off"
+    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 {durable} -c max_connections=200"
     ctl = str(bin_dir / "pg_ctl")
     log = str(root / "server.log")
     subprocess.run(
@@ -82,6 +85,11 @@ def start_server(bin_dir: Path) -> str:
 
     atexit.register(stop)
     return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def bin_dir() -> Path | None:
+    """The directory of ``initdb``/``pg_ctl`` (None: PostgreSQL is not installed)."""
+    return _bin_dir()
 
 
 def server_url() -> str:

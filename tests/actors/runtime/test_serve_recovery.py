@@ -8,9 +8,9 @@ and each must match a ``model_requested`` of the log: a recorded reply asked aga
 be a call with no event of its own); the non-idempotent ``save_note`` never runs twice
 for one call; every session verifies and replays identically.
 
-Parametrised over where the processes coordinate: the home's ``coord.sqlite``, or a real
-PostgreSQL database (the events stay in the shared SQLite home). Once the PostgreSQL
-event store is merged, a ``postgresql`` parameter adds the store itself.
+Parametrised over where the processes coordinate and store: the home's ``coord.sqlite``;
+a real PostgreSQL database coordinating while the events stay in the shared SQLite home;
+and PostgreSQL for everything (``--store URL``: events, Task WALs, leases and the queue).
 """
 
 from __future__ import annotations
@@ -46,11 +46,16 @@ class Backend:
     runtime: Callable[[Path, Path], Runtime]
 
 
-@pytest.fixture(params=["sqlite", "pg-coordination"])
+@pytest.fixture(params=["sqlite", "pg-coordination", "postgresql"])
 def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param == "sqlite":
         return Backend([], Runtime)
     url: str = request.getfixturevalue("pg_url")
+    if request.param == "postgresql":
+        return Backend(
+            ["--store", url],
+            lambda home, project: Runtime(home, project, store=url, coordination=url),
+        )
     return Backend(
         ["--coordination", url],
         lambda home, project: Runtime(home, project, coordination=url),

@@ -1,0 +1,105 @@
+"""Connections to the PostgreSQL store, and the one place psycopg errors become ``StoreError``.
+
+Readers use an autocommit connection per thread (each statement sees what committed
+before it); the writer actor has one connection of its own whose transactions are the
+group commits. ``read_only`` connections are opened with
+``default_transaction_read_only=on``, so the server itself refuses a write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+except ImportError as e:  # pragma: no cover - the extra is installed in the tests
+    raise ImportError("the PostgreSQL store needs psycopg 3: pip install 'clew[postgres]'") from e
+
+from eventlog.errors import ClewError, StoreError
+
+#: The first row whose classes match gives the sentence (as in eventlog.sqlite.transaction).
+TRANSLATIONS: tuple[tuple[tuple[type[Exception], ...], str], ...] = (
+    ((pg_errors.IntegrityConstraintViolation,), "constraint violated"),
+    ((pg_errors.ReadOnlySqlTransaction,), "the connection is read-only"),
+    ((pg_errors.DiskFull,), "disk full"),
+    ((psycopg.OperationalError,), "cannot reach or use the database"),
+)
+
+
+def translate_error(e: BaseException, what: str) -> StoreError:
+    """Return the ``StoreError`` for a psycopg error ``e`` raised while doing ``what``."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    for classes, sentence in TRANSLATIONS:
+        if isinstance(e, classes):
+            return StoreError(f"{what}: {sentence} ({first})")
+    return StoreError(f"{what}: {type(e).__name__}: {first}")
+
+
+@contextmanager
+def translate_errors(what: str) -> Iterator[None]:
+    """Translate psycopg errors raised in the block into ``StoreError``."""
+    try:
+        yield
+    except ClewError:
+        raise
+    except psycopg.Error as e:
+        raise translate_error(e, what) from e
+
+
+def redact(url: str) -> str:
+    """Return ``url`` without its password (for error sentences and logs)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"
+
+
+class Connections:
+    """Open connections to the database at ``url`` on demand and close them."""
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        self.url = url
+        self.read_only = read_only
+        self._local = threading.local()
+        self._write: psycopg.Connection[Any] | None = None
+        self._all: list[psycopg.Connection[Any]] = []
+        self._lock = threading.Lock()
+
+    def connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+        """Return a new connection of the caller's own (closing it is the caller's job)."""
+        options = "-c default_transaction_read_only=on" if self.read_only else ""
+        with translate_errors(f"connecting to {redact(self.url)}"):
+            conn = psycopg.connect(self.url, autocommit=autocommit, options=options)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def reader(self) -> psycopg.Connection[Any]:
+        """Return this thread's autocommit reader connection, opened on first use."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = self.connect()
+        return conn
+
+    def writer(self) -> psycopg.Connection[Any]:
+        """Return the write connection (not autocommit: a transaction per batch)."""
+        if self._write is None or self._write.closed:
+            self._write = self.connect(autocommit=False)
+        return self._write
+
+    def close(self) -> None:
+        """Close every connection this object opened (any thread's)."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+        self._write = None
+        self._local = threading.local()

@@ -1,0 +1,350 @@
+"""The read side of the PostgreSQL store: autocommit readers, a connection per thread.
+
+A full read of a session (:meth:`PostgresReads.iter_events`, :meth:`check_chain`) runs in
+one ``REPEATABLE READ`` snapshot on a connection of its own, so the chain head agrees
+with the rows, and follows the hash chain (:mod:`eventlog.sqlite.chain`: the same rows,
+the same hashes) as it streams through a server-side cursor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import msgspec
+import psycopg
+
+from eventlog.blocks import ContentBlock
+from eventlog.codec import decode_event
+from eventlog.errors import DecodeError, UnknownSession
+from eventlog.ids import validate_session_id
+from eventlog.postgres.connections import Connections, translate_errors
+from eventlog.records import (
+    AgentRow,
+    ArtifactRow,
+    ChainStatus,
+    NodeRow,
+    RunRow,
+    SessionRow,
+    StoredEvent,
+)
+from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
+
+_blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
+_dict_decoder = msgspec.json.Decoder(dict[str, Any])
+_SESSION_COLUMNS = (
+    "session_id, cwd, root_agent_id, active_node_id, parent_session_id, status,"
+    " metadata_json, created_at, updated_at"
+)
+_NODE_COLUMNS = (
+    "node_id, node_seq, parent_id, agent_id, run_id, role, node_type, content_json,"
+    " metadata_json, token_count, created_at"
+)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else _dict_decoder.decode(text)
+
+
+def _event(row: Sequence[Any]) -> StoredEvent:
+    a, b, c, d, e, f, g, h, i, j, k = row
+    try:
+        event = decode_event(j)
+    except DecodeError as err:
+        raise DecodeError(f"event {a} (seq {b}): {err}") from err
+    return StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
+
+
+class PostgresReads:
+    """Readers of sessions, events, nodes, runs, agents and artifacts."""
+
+    def __init__(self, connections: Connections) -> None:
+        self._connections = connections
+        self._streams = threading.local()
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with translate_errors("reading"):
+            return self._connections.reader().execute(sql, params).fetchall()
+
+    def session_exists(self, session_id: str) -> bool:
+        """Return whether ``session_id`` (validated) is a stored session."""
+        sid = validate_session_id(session_id)
+        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = %s", (sid,)))
+
+    def _require(self, session_id: str) -> str:
+        sid = validate_session_id(session_id)
+        if not self.session_exists(sid):
+            raise UnknownSession(f"unknown session {sid}")
+        return sid
+
+    def _events(
+        self, where: str, params: Sequence[Any], tail: str = "ORDER BY seq"
+    ) -> list[StoredEvent]:
+        rows = self._query(f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} {tail}", params)
+        return [_event(r) for r in rows]
+
+    def read_events(
+        self, session_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        """Return the session's events with ``seq > after_seq``, in seq order."""
+        sid = self._require(session_id)
+        tail = "ORDER BY seq" + ("" if limit is None else f" LIMIT {int(limit)}")
+        return self._events("session_id = %s AND seq > %s", (sid, after_seq), tail)
+
+    def iter_events(self, session_id: str, batch: int = 20_000) -> Iterator[StoredEvent]:
+        """Yield the session's events in seq order, following the hash chain as they stream."""
+        sid = self._require(session_id)
+        with translate_errors("reading"):
+            for row, walk in self._whole_session(sid, batch):
+                if walk is not None:
+                    walk.finish()
+                    return
+                yield _event(row)
+
+    def check_chain(self, session_id: str) -> ChainStatus:
+        """Follow the session's hash chain over every event (payloads are not decoded)."""
+        sid = self._require(session_id)
+        with translate_errors("reading"):
+            for _row, walk in self._whole_session(sid, 20_000):
+                if walk is not None:
+                    return walk.finish()
+        raise AssertionError("unreachable: the walk always ends")  # pragma: no cover
+
+    def _whole_session(
+        self, sid: str, batch: int
+    ) -> Iterator[tuple[Sequence[Any], ChainWalk | None]]:
+        """Yield ``(row, None)`` per checked row, then ``((), walk)`` once: one snapshot."""
+        conn = self._borrow()
+        try:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                got = conn.execute(
+                    "SELECT chain_from, chain_head FROM sessions WHERE session_id = %s", (sid,)
+                ).fetchone()
+                chain_from, head = got if got is not None else (None, None)
+                walk = ChainWalk(sid, 1 if chain_from is None else chain_from, head)
+                with conn.cursor(name="clew_stream") as cur:
+                    cur.itersize = max(1, batch)
+                    cur.execute(
+                        f"SELECT {EVENT_COLUMNS}, hash FROM events"
+                        " WHERE session_id = %s ORDER BY seq",
+                        (sid,),
+                    )
+                    step = walk.step
+                    for *values, stored_hash in cur:
+                        step(values, stored_hash)
+                        yield values, None
+                yield (), walk
+        finally:
+            self._give_back(conn)
+
+    def _borrow(self) -> psycopg.Connection[Any]:
+        idle: list[psycopg.Connection[Any]] = getattr(self._streams, "idle", [])
+        self._streams.idle = idle
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn
+        return self._connections.connect()
+
+    def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        idle: list[psycopg.Connection[Any]] = getattr(self._streams, "idle", [])
+        self._streams.idle = idle
+        if len(idle) < 2 and not conn.closed and conn.info.transaction_status == 0:
+            idle.append(conn)
+        else:
+            conn.close()
+
+    def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return one run's events in run_seq order."""
+        sid = self._require(session_id)
+        return self._events("session_id = %s AND run_id = %s", (sid, run_id), "ORDER BY run_seq")
+
+    def read_runs_under(self, session_id: str, run_id: str) -> list[StoredEvent]:
+        """Return the events of ``run_id`` and of the runs ``run_id + "/…"``, in seq order."""
+        sid = self._require(session_id)
+        return self._events(
+            "session_id = %s AND (run_id = %s OR (run_id >= %s AND run_id < %s))",
+            (sid, run_id, run_id + "/", run_id + "0"),
+        )
+
+    def count_events(self, session_id: str) -> int:
+        """Return the number of events of the session."""
+        sid = self._require(session_id)
+        return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = %s", (sid,))[0][0])
+
+    @staticmethod
+    def _node_row(row: Sequence[Any]) -> NodeRow:
+        return NodeRow(
+            node_id=row[0],
+            node_seq=row[1],
+            parent_id=row[2],
+            agent_id=row[3],
+            run_id=row[4],
+            role=row[5],
+            node_type=row[6],
+            content=_blocks_decoder.decode(row[7]),
+            metadata=_loads(row[8]) or {},
+            token_count=row[9],
+            created_at=row[10],
+        )
+
+    def _nodes(self, where: str, params: Sequence[Any]) -> list[NodeRow]:
+        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE {where}", params)
+        return [self._node_row(r) for r in rows]
+
+    def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
+        """Return one node, or None."""
+        sid = self._require(session_id)
+        rows = self._nodes("session_id = %s AND node_id = %s", (sid, node_id))
+        return rows[0] if rows else None
+
+    def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
+        """Return the children of ``node_id`` in node_seq order."""
+        sid = self._require(session_id)
+        return self._nodes("session_id = %s AND parent_id = %s ORDER BY node_seq", (sid, node_id))
+
+    def read_nodes(self, session_id: str) -> list[NodeRow]:
+        """Return every node of the session in node_seq order."""
+        sid = self._require(session_id)
+        return self._nodes("session_id = %s ORDER BY node_seq", (sid,))
+
+    def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
+        """Return the path root → ``node_id`` (default: the active node), via a recursive CTE."""
+        sid = self._require(session_id)
+        if node_id is None:
+            node_id = self.read_session(sid).active_node_id
+            if node_id is None:
+                return []
+        cols = ", ".join(f"n.{c.strip()}" for c in _NODE_COLUMNS.split(","))
+        rows = self._query(
+            f"""WITH RECURSIVE path(node_id, depth) AS (
+                    SELECT %s::text, 0
+                    UNION ALL
+                    SELECT n.parent_id, path.depth + 1 FROM nodes n
+                    JOIN path ON n.session_id = %s AND n.node_id = path.node_id
+                    WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
+                )
+                SELECT {cols} FROM path JOIN nodes n
+                    ON n.session_id = %s AND n.node_id = path.node_id
+                ORDER BY path.depth DESC""",
+            (node_id, sid, sid),
+        )
+        return [self._node_row(r) for r in rows]
+
+    @staticmethod
+    def _session_row(row: Sequence[Any]) -> SessionRow:
+        return SessionRow(
+            session_id=row[0],
+            cwd=row[1],
+            root_agent_id=row[2],
+            active_node_id=row[3],
+            parent_session_id=row[4],
+            status=row[5],
+            metadata=_loads(row[6]) or {},
+            created_at=row[7],
+            updated_at=row[8],
+        )
+
+    def read_session(self, session_id: str) -> SessionRow:
+        """Return the session's row; raise ``UnknownSession`` if there is none."""
+        sid = validate_session_id(session_id)
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = %s", (sid,))
+        if not rows:
+            raise UnknownSession(f"unknown session {sid}")
+        return self._session_row(rows[0])
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Return every session, oldest first."""
+        rows = self._query(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+        )
+        return [self._session_row(r) for r in rows]
+
+    def read_agents(self, session_id: str) -> list[AgentRow]:
+        """Return the session's agents, by creation time."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
+            " fork_from_node_id, status, result_json, metadata_json, created_at, updated_at"
+            " FROM agents WHERE session_id = %s ORDER BY created_at, agent_id",
+            (sid,),
+        )
+        return [
+            AgentRow(
+                agent_id=r[0],
+                session_id=r[1],
+                parent_agent_id=r[2],
+                agent_type=r[3],
+                created_by_run_id=r[4],
+                fork_from_node_id=r[5],
+                status=r[6],
+                result=_loads(r[7]),
+                metadata=_loads(r[8]) or {},
+                created_at=r[9],
+                updated_at=r[10],
+            )
+            for r in rows
+        ]
+
+    def read_runs(self, session_id: str) -> list[RunRow]:
+        """Return the session's runs, by creation time."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT run_id, session_id, agent_id, status, start_node_id, end_node_id,"
+            " end_reason, turn_count, usage_json, error_json, metadata_json, created_at,"
+            " updated_at FROM runs WHERE session_id = %s ORDER BY created_at, run_id",
+            (sid,),
+        )
+        return [
+            RunRow(
+                run_id=r[0],
+                session_id=r[1],
+                agent_id=r[2],
+                status=r[3],
+                start_node_id=r[4],
+                end_node_id=r[5],
+                end_reason=r[6],
+                turn_count=r[7],
+                usage=_loads(r[8]),
+                error=_loads(r[9]),
+                metadata=_loads(r[10]) or {},
+                created_at=r[11],
+                updated_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
+        """Return the session's artifacts."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT artifact_id, session_id, agent_id, run_id, node_id, tool_call_id, path,"
+            " filename, mime_type, size_bytes, summary, metadata_json, created_at"
+            " FROM artifacts WHERE session_id = %s ORDER BY created_at, artifact_id",
+            (sid,),
+        )
+        return [
+            ArtifactRow(
+                artifact_id=r[0],
+                session_id=r[1],
+                agent_id=r[2],
+                run_id=r[3],
+                node_id=r[4],
+                tool_call_id=r[5],
+                path=r[6],
+                filename=r[7],
+                mime_type=r[8],
+                size_bytes=r[9],
+                summary=r[10],
+                metadata=_loads(r[11]) or {},
+                created_at=r[12],
+            )
+            for r in rows
+        ]
+
+    def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run raw SQL on a reader connection — for tests that tamper with rows only."""
+        with translate_errors("raw sql"):
+            self._connections.reader().execute(sql, params)

@@ -1,0 +1,183 @@
+"""The PostgreSQL schema: shared tables keyed by ``session_id``, and its migrations.
+
+The SQLite store gives each session its own ``events_<sid>`` and ``nodes_<sid>`` tables;
+here every session shares one ``events`` and one ``nodes`` table whose primary keys start
+with ``session_id`` (``(session_id, seq)``, ``(session_id, node_id)``). With thousands of
+sessions a table per session would mean thousands of catalog entries, a DDL statement
+(and its catalog lock) in the transaction creating each session, and plans cached per
+table; a composite B-tree key keeps every per-session read an index range scan whatever
+the number of sessions (docs/postgres.md).
+
+``sessions`` also holds the counters the writer continues from (``last_seq``,
+``last_node_seq``) next to ``chain_head``: the append locks the session's row
+(``SELECT … FOR UPDATE``) and so numbers events gaplessly however many processes write.
+
+Migrations run under a transaction-scoped advisory lock, so processes opening a new
+database at once apply each step once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from eventlog.errors import StoreError
+
+#: The advisory lock key that serialises migrations (any fixed 64-bit number).
+MIGRATION_LOCK = 0x636C6577_0001
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        cwd TEXT NOT NULL,
+        root_agent_id TEXT NOT NULL,
+        active_node_id TEXT,
+        parent_session_id TEXT,
+        status TEXT NOT NULL,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        chain_from BIGINT,
+        chain_head TEXT,
+        last_seq BIGINT NOT NULL DEFAULT 0,
+        last_node_seq BIGINT NOT NULL DEFAULT 0
+    );
+    CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions,
+        seq BIGINT NOT NULL,
+        event_id TEXT NOT NULL,
+        run_seq BIGINT,
+        agent_id TEXT,
+        run_id TEXT,
+        level TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        node_id TEXT,
+        tool_call_id TEXT,
+        payload_json TEXT,
+        created_at TEXT NOT NULL,
+        hash TEXT,
+        PRIMARY KEY (session_id, seq),
+        UNIQUE (session_id, event_id),
+        UNIQUE (session_id, run_id, run_seq)
+    );
+    CREATE TABLE nodes (
+        session_id TEXT NOT NULL REFERENCES sessions,
+        node_id TEXT NOT NULL,
+        node_seq BIGINT NOT NULL,
+        parent_id TEXT,
+        agent_id TEXT NOT NULL,
+        run_id TEXT,
+        role TEXT NOT NULL,
+        node_type TEXT NOT NULL,
+        content_json TEXT NOT NULL,
+        metadata_json TEXT,
+        token_count BIGINT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, node_id),
+        UNIQUE (session_id, node_seq)
+    );
+    CREATE INDEX nodes_by_parent ON nodes (session_id, parent_id);
+    CREATE TABLE agents (
+        session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        parent_agent_id TEXT,
+        agent_type TEXT NOT NULL,
+        created_by_run_id TEXT,
+        fork_from_node_id TEXT,
+        status TEXT NOT NULL,
+        result_json TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, agent_id)
+    );
+    CREATE TABLE runs (
+        session_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        start_node_id TEXT,
+        end_node_id TEXT,
+        end_reason TEXT,
+        turn_count BIGINT,
+        usage_json TEXT,
+        error_json TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, run_id)
+    );
+    CREATE TABLE artifacts (
+        session_id TEXT NOT NULL,
+        artifact_id TEXT NOT NULL,
+        agent_id TEXT,
+        run_id TEXT,
+        node_id TEXT,
+        tool_call_id TEXT,
+        path TEXT NOT NULL,
+        filename TEXT,
+        mime_type TEXT,
+        size_bytes BIGINT,
+        summary TEXT,
+        metadata_json TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, artifact_id)
+    );
+    CREATE TABLE artifact_blobs (
+        path TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        data BYTEA NOT NULL
+    );
+    CREATE TABLE task_wal (
+        session_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        line BYTEA NOT NULL,
+        PRIMARY KEY (session_id, name, seq)
+    );
+    """,
+]
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS clew_schema (version INTEGER NOT NULL)"
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """Return the database's schema version (0: clew never wrote to it)."""
+    row = conn.execute("SELECT to_regclass('clew_schema') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return 0
+    got = conn.execute("SELECT version FROM clew_schema").fetchone()
+    return int(got[0]) if got is not None else 0
+
+
+def check_not_newer(version: int) -> None:
+    """Raise ``StoreError`` if ``version`` was written by a newer clew than this one."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"database schema version {version} is newer than this clew ({SCHEMA_VERSION})"
+        )
+
+
+def migrate(conn: psycopg.Connection[Any]) -> None:
+    """Bring the database to the latest schema (``conn`` not in autocommit).
+
+    Raises:
+        StoreError: written by a newer clew.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(_VERSION_TABLE)
+        version = schema_version(conn)
+        check_not_newer(version)
+        if version == 0:
+            conn.execute("INSERT INTO clew_schema VALUES (0)")
+        for i in range(version, SCHEMA_VERSION):
+            conn.execute(MIGRATIONS[i])
+            conn.execute("UPDATE clew_schema SET version = %s", (i + 1,))
+    conn.commit()
