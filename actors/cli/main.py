@@ -21,6 +21,7 @@ from actors.cli import (
     read_commands,
     run_commands,
     tail,
+    ui_command,
     usage_command,
 )
 from actors.cli.app import app
@@ -37,6 +38,7 @@ COMMAND_MODULES = (
     live_commands,
     hitl_commands,
     tail,
+    ui_command,
     usage_command,
 )
 

@@ -55,16 +55,16 @@ def presented_token(scope: Scope) -> str | None:
     auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    if query.get("token"):
-        return query["token"][0]
+    from_query = _query_token(scope)
+    if from_query is not None:
+        return from_query
     cookie: SimpleCookie = SimpleCookie()
     try:
         cookie.load(headers.get("cookie", ""))
     except Exception:  # a malformed Cookie header carries no token
         return None
     morsel = cookie.get(COOKIE)
-    return morsel.value if morsel is not None else None
+    return str(morsel.value) if morsel is not None else None
 
 
 def origin_ok(scope: Scope) -> bool:
@@ -117,6 +117,9 @@ class Guard:
         method = scope.get("method", "GET")
         if method in ("GET", "HEAD"):
             return None
+        return self._action_refusal(scope, method)
+
+    def _action_refusal(self, scope: Scope, method: str) -> tuple[int, str] | None:
         if method != "POST":
             return 405, "only GET and POST are served"
         headers = _headers(scope)
@@ -130,8 +133,9 @@ class Guard:
 
 
 def _query_token(scope: Scope) -> str | None:
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return query["token"][0] if query.get("token") else None
+    raw: bytes = scope.get("query_string", b"")
+    values = parse_qs(raw.decode("latin-1")).get("token")
+    return values[0] if values else None
 
 
 async def _plain(send: Send, status: int, text: str) -> None:

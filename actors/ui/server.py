@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
@@ -20,15 +21,16 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from actors.errors import UsageError
+from actors.runtime.runtime import Runtime
 from actors.ui import views
 from actors.ui.actions import Actions, Resumer
 from actors.ui.guard import Guard, new_token
 from actors.ui.live import Live
-from actors.runtime.runtime import Runtime
 from eventlog.errors import ClewError, InvalidSessionId, Refused, UnknownSession
 from eventlog.ids import validate_session_id
 from projections.errors import UnknownNode
@@ -42,12 +44,20 @@ ROUTES: Final = (
     ("GET", "/api/sessions/{sid}/tree", "every node (compact rows), active path, forks"),
     ("GET", "/api/sessions/{sid}/node", "one node in full (?id=NODE): blocks, artifacts"),
     ("GET", "/api/sessions/{sid}/artifact", "an artifact's first 64 KiB as text (?id=)"),
-    ("GET", "/api/sessions/{sid}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
+    (
+        "GET",
+        "/api/sessions/{sid}/timeline",
+        "a page of events: ?after=SEQ&limit=&agent=&type=&run=",
+    ),
     ("GET", "/api/sessions/{sid}/dag", "the task DAG of each Task WAL, with statuses"),
     ("GET", "/api/sessions/{sid}/usage", "tokens by model, role and phase"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
     ("GET", "/api/sessions/{sid}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
-    ("POST", "/api/sessions/{sid}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
+    (
+        "POST",
+        "/api/sessions/{sid}/decide",
+        "{call_id, decision: approve|deny|edit, reason, arguments}",
+    ),
     ("POST", "/api/sessions/{sid}/answer", "{text}: answer the clarifying question"),
     ("POST", "/api/sessions/{sid}/cancel", "{reason}: cancel the run in progress"),
     ("POST", "/api/sessions/{sid}/switch", "{node_id}: move the active node"),
@@ -158,16 +168,22 @@ class Inspector:
         q = request.query_params
         try:
             sid = _sid(request)
-            kwargs = {
-                "after": _int(request, "after", 0),
-                "limit": _int(request, "limit", 100),
-                "agent": q.get("agent", ""),
-                "event_type": q.get("type", ""),
-                "run": q.get("run", ""),
-            }
+            after, limit = _int(request, "after", 0), _int(request, "limit", 100)
         except Refused as e:
             return _error(400, str(e))
-        return await _call(lambda: views.timeline_doc(self.rt, sid, **kwargs))
+
+        def page() -> dict[str, Any]:
+            return views.timeline_doc(
+                self.rt,
+                sid,
+                after=after,
+                limit=limit,
+                agent=q.get("agent", ""),
+                event_type=q.get("type", ""),
+                run=q.get("run", ""),
+            )
+
+        return await _call(page)
 
     async def _read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Response:
         try:
@@ -258,7 +274,11 @@ def create_app(
 
 
 class UiServer:
-    """The inspector served by uvicorn: on a thread (:meth:`start`) or in the foreground."""
+    """The inspector served by uvicorn: on a thread (:meth:`start`) or in the foreground.
+
+    The socket is bound when the server is made, so a port in use is refused at once
+    (``UsageError``) and ``port=0`` picks a free one (:attr:`port`).
+    """
 
     def __init__(
         self,
@@ -272,10 +292,9 @@ class UiServer:
         self.app = create_app(rt, token=token, resumer=resumer)
         self.host = host
         self.token = token
+        self.socket = _bind(host, port)
         config = uvicorn.Config(
             self.app,
-            host=host,
-            port=port,
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -287,8 +306,7 @@ class UiServer:
     @property
     def port(self) -> int:
         """The port bound (useful with ``port=0``)."""
-        sockets = self.server.servers[0].sockets if self.server.servers else []
-        return int(sockets[0].getsockname()[1]) if sockets else self.server.config.port
+        return int(self.socket.getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -298,24 +316,50 @@ class UiServer:
         return f"http://{host}:{self.port}{tail}"
 
     def start(self, timeout: float = 30.0) -> UiServer:
-        """Serve on a daemon thread; return once it listens."""
-        self._thread = threading.Thread(target=self.server.run, name="clew-ui", daemon=True)
+        """Serve on a daemon thread; return once it accepts connections."""
+        self._thread = threading.Thread(target=self.run, name="clew-ui", daemon=True)
         self._thread.start()
-        ready = threading.Event()
-        while not self.server.started and self._thread.is_alive():
-            ready.wait(0.02)
+        waited = threading.Event()
+        for _ in range(int(timeout / 0.02)):
+            if self.server.started or not self._thread.is_alive():
+                break
+            waited.wait(0.02)
         if not self.server.started:
-            raise ClewError(f"the inspector could not listen on {self.host}")
+            raise ClewError(f"the inspector could not start on {self.host}:{self.port}")
         return self
 
     def run(self) -> None:
-        """Serve in the foreground until Ctrl-C."""
-        self.server.run()
+        """Serve in the foreground until Ctrl-C (or :meth:`stop`)."""
+        self.server.run(sockets=[self.socket])
 
     def stop(self) -> None:
         """Stop serving (the live streams end) and wait for the thread."""
         self.app.live.close()
         self.server.should_exit = True
         if self._thread is not None:
-            with contextlib.suppress(RuntimeError):
-                self._thread.join(timeout=10)
+            self._thread.join(timeout=10)
+        with contextlib.suppress(OSError):
+            self.socket.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Return a listening socket on ``host:port``.
+
+    Raises:
+        UsageError: the address cannot be used (a port in use, an unknown host).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, IndexError) as e:
+        raise UsageError(f"cannot listen on {host}:{port}: {e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
