@@ -293,6 +293,7 @@ class UiServer:
         self.host = host
         self.token = token
         self.socket = _bind(host, port)
+        self._port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(
             self.app,
             log_level="warning",
@@ -306,7 +307,7 @@ class UiServer:
     @property
     def port(self) -> int:
         """The port bound (useful with ``port=0``)."""
-        return int(self.socket.getsockname()[1])
+        return self._port
 
     @property
     def url(self) -> str:

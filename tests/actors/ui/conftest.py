@@ -1,0 +1,63 @@
+"""Fixtures of the web inspector's tests: a home with sessions, the app, the browser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _ui_helpers import CHROMIUM, CHROMIUM_ARGS, chromium_missing, demo_session, in_ci
+from _ui_helpers import markup_session as make_markup_session
+from starlette.testclient import TestClient
+
+from actors import Runtime
+from actors.ui import create_app
+
+CSRF = "test-csrf-token-0123456789"
+
+
+class Home:
+    """A home the read-only tests share: the demo session and the markup session."""
+
+    def __init__(self, root: Path) -> None:
+        self.home = root / "home"
+        self.project = root / "proj"
+        self.project.mkdir(parents=True)
+        with Runtime(self.home, self.project) as rt:
+            self.demo = demo_session(rt)
+            self.markup = make_markup_session(rt)
+
+
+@pytest.fixture(scope="package")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    return Home(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture(scope="package")
+def shared_rt(shared: Home) -> Iterator[Runtime]:
+    rt = Runtime(shared.home, shared.project, read_only=True)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def client(shared_rt: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(shared_rt, csrf=CSRF)) as c:
+        yield c
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (Debian's), one per test package; fails in CI when it is absent."""
+    why = chromium_missing()
+    if why is not None:
+        if in_ci():
+            pytest.fail(f"the browser tests need chromium in CI: {why}")
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
