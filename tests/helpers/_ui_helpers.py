@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 
-from actors import Runtime, RunSettings, ScriptedModel, tool
+from actors import RunSettings, Runtime, ScriptedModel, tool
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.models.tools import Tool
 

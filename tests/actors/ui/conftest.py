@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from _ui_helpers import CHROMIUM, CHROMIUM_ARGS, chromium_missing, demo_session, in_ci
 from _ui_helpers import markup_session as make_markup_session
+from playwright.sync_api import sync_playwright
 from starlette.testclient import TestClient
 
 from actors import Runtime
@@ -55,8 +56,6 @@ def browser() -> Iterator[Any]:
         if in_ci():
             pytest.fail(f"the browser tests need chromium in CI: {why}")
         pytest.skip(why)
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b

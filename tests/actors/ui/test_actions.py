@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from actors import Runtime
 from actors.cli import main
 from actors.ui import UiServer, create_app
-from eventlog.events import ActiveNodeSwitched, ApprovalDecided, RunEnded
+from eventlog.events import ActiveNodeSwitched, ApprovalDecided
 
 HEADERS = {"X-Clew-CSRF": CSRF}
 
@@ -96,7 +96,11 @@ def test_an_edit_and_a_denial_are_recorded_like_the_cli(tmp_path: Path) -> None:
         with TestClient(create_app(rt, csrf=CSRF)) as c:
             out = c.post(
                 f"/api/sessions/{sid}/decide",
-                json={"call_id": pending.tool_call_id, "decision": "edit", "arguments": {"amount": 7}},
+                json={
+                    "call_id": pending.tool_call_id,
+                    "decision": "edit",
+                    "arguments": {"amount": 7},
+                },
                 headers=HEADERS,
             ).json()
             assert (False, {"type": "edit", "arguments": {"amount": 7}}) == (
@@ -119,7 +123,9 @@ def test_switching_the_active_node_records_active_node_switched(tmp_path: Path) 
             out = c.post(url, json={"node_id": "brain:r1:n1"}, headers=HEADERS).json()
             assert first == out["active_node_id"]
             nothing = c.post(f"/api/sessions/{sid}/cancel", json={}, headers=HEADERS)
-        switched = [e.event for e in rt.store.read_events(sid) if isinstance(e.event, ActiveNodeSwitched)]
+        switched = [
+            e.event for e in rt.store.read_events(sid) if isinstance(e.event, ActiveNodeSwitched)
+        ]
         assert [first] == [e.to_node_id for e in switched]
         assert first == rt.store.read_session(sid).active_node_id
         # A waiting run is no run in progress: nothing to cancel, said in one line.
@@ -146,7 +152,10 @@ def test_the_session_stream_carries_events_as_they_land(tmp_path: Path) -> None:
         server = UiServer(rt, port=0).start()
         try:
             url = f"http://127.0.0.1:{server.port}/api/sessions/{sid}/stream"
-            with httpx.Client(timeout=60) as http, http.stream("GET", url, params={"after": last}) as r:
+            with (
+                httpx.Client(timeout=60) as http,
+                http.stream("GET", url, params={"after": last}) as r,
+            ):
                 lines = r.iter_lines()
                 assert [("hello", {"session_id": sid, "after": last})] == _messages(lines, 1)
                 rt.switch_node(sid, rt.store.read_nodes(sid)[0].node_id)
@@ -185,7 +194,15 @@ def test_clew_ui_refuses_a_port_in_use_and_a_missing_home(
         server = UiServer(rt, port=0)
         try:
             code = main(
-                ["ui", "--home", str(tmp_path / "home"), "--project", str(tmp_path), "--port", str(server.port)]
+                [
+                    "ui",
+                    "--home",
+                    str(tmp_path / "home"),
+                    "--project",
+                    str(tmp_path),
+                    "--port",
+                    str(server.port),
+                ]
             )
         finally:
             server.socket.close()

@@ -31,7 +31,9 @@ def test_the_sessions_list_is_searched_by_id_prefix_or_title(
     client: TestClient, shared: Home
 ) -> None:
     def found(q: str) -> set[str]:
-        return {s["session_id"] for s in client.get("/api/sessions", params={"q": q}).json()["sessions"]}
+        return {
+            s["session_id"] for s in client.get("/api/sessions", params={"q": q}).json()["sessions"]
+        }
 
     assert {shared.demo} == found("offline-FIRST")
     assert {shared.markup} == found("say something")
@@ -74,7 +76,9 @@ def test_the_timeline_pages_forward_and_filters(client: TestClient, shared: Home
     assert list(range(1, first["last_seq"] + 1)) == seen
     tools = client.get(url, params={"type": "tool_call_finished", "agent": "brain:r1/w2"}).json()
     assert 2 == len(tools["events"])
-    assert {("tool_call_finished", "brain:r1/w2")} == {(e["type"], e["agent"]) for e in tools["events"]}
+    assert {("tool_call_finished", "brain:r1/w2")} == {
+        (e["type"], e["agent"]) for e in tools["events"]
+    }
     run = client.get(url, params={"run": "brain:r1/review:r1"}).json()
     assert run["events"] and {"brain:r1/review:r1"} == {e["run"] for e in run["events"]}
     assert 400 == client.get(url, params={"after": "x"}).status_code
@@ -149,7 +153,9 @@ def test_replay_from_the_page_returns_the_report(client: TestClient, shared: Hom
     assert "reproduced identically" in doc["summary"]
 
 
-def test_a_read_only_runtime_refuses_writes_with_the_reason(client: TestClient, shared: Home) -> None:
+def test_a_read_only_runtime_refuses_writes_with_the_reason(
+    client: TestClient, shared: Home
+) -> None:
     out = client.post(
         f"/api/sessions/{shared.demo}/switch",
         json={"node_id": "brain:r1:n1"},

@@ -81,7 +81,9 @@ def test_the_sessions_list_opens_a_demo_session_its_tree_and_dag(
     page.wait_for_selector('#timeline tr[data-seq="101"]')
     page.select_option("#f-type", "run_ended")
     page.wait_for_selector('#timeline tr[data-seq="101"]', state="detached")
-    types = page.locator("#timeline tbody tr[data-seq]").evaluate_all("rs => rs.map(r => r.dataset.type)")
+    types = page.locator("#timeline tbody tr[data-seq]").evaluate_all(
+        "rs => rs.map(r => r.dataset.type)"
+    )
     assert ["run_ended"] * 5 == types
 
 
