@@ -41,7 +41,16 @@ STATIC: Final = Path(str(files("actors.ui") / "static"))
 ROUTES: Final = (
     ("GET", "/api/sessions", "the sessions list; ?q= filters by id prefix or title"),
     ("GET", "/api/sessions/{sid}", "one session: status, runs, agents, waits, last seq"),
-    ("GET", "/api/sessions/{sid}/tree", "every node (compact rows), active path, forks"),
+    (
+        "GET",
+        "/api/sessions/{sid}/tree",
+        "the tree's shape: every node (no content), active path, forks",
+    ),
+    (
+        "GET",
+        "/api/sessions/{sid}/excerpts",
+        "?ids=A,B,…: one line and the kinds of each node shown",
+    ),
     ("GET", "/api/sessions/{sid}/node", "one node in full (?id=NODE): blocks, artifacts"),
     ("GET", "/api/sessions/{sid}/artifact", "an artifact's first 64 KiB as text (?id=)"),
     (
@@ -125,6 +134,7 @@ class Inspector:
         self.actions = actions
         self.live = live
         self.csrf = csrf
+        self.usage_cache = views.UsageCache()
 
     async def index(self, request: Request) -> Response:
         page = (STATIC / "index.html").read_text(encoding="utf-8")
@@ -143,7 +153,11 @@ class Inspector:
         return await self._read(request, views.dag_doc)
 
     async def usage(self, request: Request) -> Response:
-        return await self._read(request, views.usage_doc)
+        return await self._read(request, views.usage_doc, self.usage_cache)
+
+    async def excerpts(self, request: Request) -> Response:
+        ids = request.query_params.get("ids", "").split(",")
+        return await self._read(request, views.excerpts_doc, ids)
 
     async def node(self, request: Request) -> Response:
         node = request.query_params.get("id", "")
@@ -251,6 +265,7 @@ def create_app(
         Route("/api/openapi.json", ui.spec),
         Route(s, ui.session),
         Route(f"{s}/tree", ui.tree),
+        Route(f"{s}/excerpts", ui.excerpts),
         Route(f"{s}/node", ui.node),
         Route(f"{s}/artifact", ui.artifact),
         Route(f"{s}/timeline", ui.timeline),

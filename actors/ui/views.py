@@ -7,6 +7,7 @@ session (``brain:r1:n4``) and sent in full where the browser must send them back
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -15,14 +16,15 @@ import msgspec
 from actors.cli.render import excerpt
 from actors.cli.summaries import summarise
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionInfo
+from actors.runtime.status import session_info
 from actors.tasks.inspect import inspect_wals
 from eventlog.blocks import ArtifactRefBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ClewError
 from eventlog.events import EVENT_TYPES
 from eventlog.ids import is_main_run, relative
-from eventlog.records import NodeRow, SessionRow, StoredEvent
-from projections.costs import by_model, by_phase, by_role, grouped, usage_cells
+from eventlog.records import NodeRow, RunRow, SessionRow, StoredEvent
+from projections.costs import Cell, by_model, by_phase, by_role, grouped, usage_cells
+from projections.usage import Totals
 
 #: The longest page of the timeline one request returns.
 MAX_PAGE: Final = 500
@@ -42,11 +44,11 @@ def _title(row: SessionRow, first_prompt: str | None) -> str:
     return text if len(text) <= TITLE_LEN else text[: TITLE_LEN - 1] + "…"
 
 
-def session_line(rt: Runtime, row: SessionRow) -> dict[str, Any]:
+def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None) -> dict[str, Any]:
     """Return one line of the sessions list: status, title, runs, tokens, last activity."""
     sid = row.session_id
-    runs = rt.store.read_runs(sid)
-    info: SessionInfo = rt.info(row)
+    runs = rt.store.read_runs(sid) if runs is None else runs
+    info = session_info(row, runs, owned=rt.is_owned(sid), events=rt.store.count_events(sid))
     mains = [r for r in runs if is_main_run(sid, r.agent_id)]
     prompt = mains[0].metadata.get("raw_prompt") or mains[0].metadata.get("prompt") if mains else ""
     tokens = 0
@@ -84,12 +86,13 @@ def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     row = rt.store.read_session(sid)
     runs = rt.store.read_runs(sid)
     agents = rt.store.read_agents(sid)
-    waits = rt.waiting(sid)
+    line = session_line(rt, row, runs)
+    waits = rt.waiting(sid) if line["status"] == "waiting" else []
     return {
-        **session_line(rt, row),
+        **line,
         "cwd": row.cwd,
         "active_node_id": row.active_node_id,
-        "last_seq": _last_seq(rt, sid),
+        "last_seq": line["events"],
         "runs_list": [
             {
                 "run_id": r.run_id,
@@ -129,14 +132,25 @@ def _kinds(row: NodeRow) -> str:
     return "".join(sorted(out))
 
 
-def tree_doc(rt: Runtime, sid: str) -> dict[str, Any]:
-    """Return every node, compact (node_seq order), the active path and the fork points.
+def _links(rt: Runtime, sid: str) -> list[tuple[str, str | None, str, str, str]]:
+    """Every node's (id, parent, agent, role, type): without content when the store can."""
+    read = getattr(rt.store, "read_node_links", None)
+    if read is not None:
+        links: list[tuple[str, str | None, str, str, str]] = read(sid)
+        return links
+    return [
+        (n.node_id, n.parent_id, n.agent_id, n.role, n.node_type) for n in rt.store.read_nodes(sid)
+    ]
 
-    One row per node: ``[id, parent, agent, role, node_type, excerpt, kinds]`` with ids
-    relative to the session; the browser builds and virtualises the tree from it.
+
+def tree_doc(rt: Runtime, sid: str) -> dict[str, Any]:
+    """Return the tree's shape: every node (node_seq order), the active path, fork points.
+
+    One row per node: ``[id, parent, agent, role, node_type]`` with ids relative to the
+    session; no content (the browser asks :func:`excerpts_doc` for the rows it shows),
+    so a session of 10⁵ nodes costs one narrow query here.
     """
     row = rt.store.read_session(sid)
-    nodes = rt.store.read_nodes(sid)
     active = [relative(sid, n.node_id) for n in rt.store.read_active_path(sid)]
     forks: dict[str, str] = {}
     for a in rt.store.read_agents(sid):
@@ -146,6 +160,7 @@ def tree_doc(rt: Runtime, sid: str) -> dict[str, Any]:
         node = other.metadata.get("fork_from_node_id")
         if other.parent_session_id == sid and isinstance(node, str):
             forks[relative(sid, node)] = f"session {other.session_id}"
+    cut = len(sid) + 1
     return {
         "session_id": sid,
         "active_node_id": relative(sid, row.active_node_id) if row.active_node_id else None,
@@ -153,17 +168,26 @@ def tree_doc(rt: Runtime, sid: str) -> dict[str, Any]:
         "forks": forks,
         "nodes": [
             [
-                relative(sid, n.node_id),
-                relative(sid, n.parent_id) if n.parent_id else None,
-                relative(sid, n.agent_id),
-                n.role,
-                n.node_type,
-                excerpt(n.content),
-                _kinds(n),
+                node[cut:] if node.startswith(sid) else node,
+                (parent[cut:] if parent.startswith(sid) else parent) if parent else None,
+                agent[cut:] if agent.startswith(sid) else agent,
+                role,
+                node_type,
             ]
-            for n in nodes
+            for node, parent, agent, role, node_type in _links(rt, sid)
         ],
     }
+
+
+def excerpts_doc(rt: Runtime, sid: str, ids: Iterable[str]) -> dict[str, Any]:
+    """Return ``{node: [excerpt, kinds]}`` for the nodes a tree view shows (at most
+    :data:`MAX_PAGE`); an unknown id is left out."""
+    out: dict[str, Any] = {}
+    for short in list(dict.fromkeys(i for i in ids if i))[:MAX_PAGE]:
+        row = rt.store.read_node(sid, f"{sid}:{short}")
+        if row is not None:
+            out[short] = [excerpt(row.content), _kinds(row)]
+    return {"excerpts": out}
 
 
 def node_doc(rt: Runtime, sid: str, node_id: str) -> dict[str, Any] | None:
@@ -286,9 +310,41 @@ def dag_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     return {"dags": dags, "error": None}
 
 
-def usage_doc(rt: Runtime, sid: str) -> dict[str, Any]:
+class UsageCache:
+    """Each session's usage cells, folded once and then only over the events that landed
+    since (the first look at a session of 10⁵ events reads them all; the next ones don't)."""
+
+    def __init__(self) -> None:
+        self._cells: dict[str, tuple[int, dict[Cell, Totals]]] = {}
+        self._lock = threading.Lock()
+
+    def cells(self, rt: Runtime, sid: str) -> dict[Cell, Totals]:
+        with self._lock:
+            last, cells = self._cells.get(sid, (0, {}))
+            events = rt.store.iter_events(sid) if last == 0 else rt.store.read_events(sid, last)
+            seen = last
+            fresh = []
+            for e in events:
+                if e.seq > seen:
+                    fresh.append(e)
+                    seen = e.seq
+            merged = dict(cells)
+            for key, totals in usage_cells(fresh).items():
+                old = merged.get(key, Totals())
+                merged[key] = Totals(
+                    calls=old.calls + totals.calls,
+                    input_tokens=old.input_tokens + totals.input_tokens,
+                    output_tokens=old.output_tokens + totals.output_tokens,
+                    cache_read_tokens=old.cache_read_tokens + totals.cache_read_tokens,
+                    cache_write_tokens=old.cache_write_tokens + totals.cache_write_tokens,
+                )
+            self._cells[sid] = (seen, merged)
+            return merged
+
+
+def usage_doc(rt: Runtime, sid: str, cache: UsageCache | None = None) -> dict[str, Any]:
     """Return the session's token usage by model, role and phase (what ``clew usage`` adds)."""
-    cells = usage_cells(rt.store.iter_events(sid))
+    cells = (cache or UsageCache()).cells(rt, sid)
     out: dict[str, Any] = {"session_id": sid}
     for key, by in (("by_model", by_model), ("by_role", by_role), ("by_phase", by_phase)):
         out[key] = [

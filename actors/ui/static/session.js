@@ -33,7 +33,11 @@ export class SessionPage {
       section("usage-panel", "Token usage", this.usageBox),
       section("replay-panel", "Replay", this.replayBox),
     );
-    this.tree = new TreeView(treeBox, (id) => this.showNode(id));
+    this.tree = new TreeView(
+      treeBox,
+      (id) => this.showNode(id),
+      async (ids) => (await api(`${this.base}/excerpts`, { ids: ids.join(",") })).excerpts,
+    );
     this.timeline = new Timeline(tl, sid);
     this.refresh = debounce(() => this.reload(false), 300);
     this.start(setLive);
@@ -48,7 +52,10 @@ export class SessionPage {
       return;
     }
     this.timeline.facets(doc);
-    await Promise.all([this.loadTree(), this.timeline.load(), this.loadDag(), this.loadUsage()]);
+    // What a first look needs first; the DAG and the usage (a fold over every event the
+    // first time) come after, so they never hold the tree and the timeline back.
+    await Promise.all([this.loadTree(), this.timeline.load()]);
+    await Promise.all([this.loadDag(), this.loadUsage()]);
     this.stream = new EventSource(`${this.base}/stream?after=${doc.last_seq}`);
     this.stream.addEventListener("events", () => {
       this.refresh();

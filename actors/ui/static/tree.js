@@ -10,8 +10,13 @@ export const ROW_H = 24;
 const OVERSCAN = 12;
 
 export class TreeView {
-  constructor(root, onSelect) {
+  /** `fetchExcerpts(ids)` resolves to {id: [excerpt, kinds]} for the rows shown. */
+  constructor(root, onSelect, fetchExcerpts) {
     this.onSelect = onSelect;
+    this.fetchExcerpts = fetchExcerpts;
+    this.excerpts = new Map(); // a node never changes once appended: kept across reloads
+    this.asking = new Set();
+    this.sizes = new Map();
     this.open = new Set();
     this.seen = new Set();
     this.rows = [];
@@ -37,6 +42,7 @@ export class TreeView {
     }
     const onPath = new Set(doc.active_path);
     this.byId = byId;
+    this.sizes = new Map();
     this.kids = kids;
     this.roots = roots;
     this.onPath = onPath;
@@ -73,6 +79,7 @@ export class TreeView {
 
   /** Count the nodes under a fold (shown on a folded row). */
   size(id) {
+    if (this.sizes.has(id)) return this.sizes.get(id);
     let count = 0;
     const stack = [id];
     while (stack.length) {
@@ -80,6 +87,7 @@ export class TreeView {
       count += 1;
       for (const k of this.kids.get(x) || []) stack.push(k);
     }
+    this.sizes.set(id, count);
     return count;
   }
 
@@ -131,13 +139,37 @@ export class TreeView {
     this.first = first;
     this.last = last;
     const out = [];
-    for (let i = first; i < last; i++) out.push(this.row(this.rows[i], i));
+    const missing = [];
+    for (let i = first; i < last; i++) {
+      const id = this.rows[i].id;
+      if (!this.excerpts.has(id) && !this.asking.has(id)) missing.push(id);
+      out.push(this.row(this.rows[i], i));
+    }
     fill(this.inner, ...out);
+    if (missing.length) this.ask(missing);
+  }
+
+  /** Fetch the excerpts of rows in view, then paint them in. */
+  async ask(ids) {
+    ids.forEach((id) => this.asking.add(id));
+    let got = {};
+    try {
+      got = await this.fetchExcerpts(ids);
+    } catch (e) {
+      got = {}; // shown as "(unavailable)" below; a refresh asks again
+    }
+    for (const id of ids) {
+      this.asking.delete(id);
+      this.excerpts.set(id, got[id] || ["(unavailable)", ""]);
+    }
+    this.paint(true);
   }
 
   row(r, i) {
     const n = this.byId.get(r.id);
-    const [id, , agent, role, type, excerpt, kinds] = n;
+    const [id, , agent, role, type] = n;
+    const known = this.excerpts.get(id);
+    const [excerpt, kinds] = known || ["…", ""];
     const ks = this.kids.get(id) || [];
     const classes = ["node", `role-${role}`];
     if (this.onPath.has(id)) classes.push("on-path");
@@ -178,7 +210,7 @@ export class TreeView {
       h("span", { class: "dot" }, this.onPath.has(id) ? "●" : "○"),
       h("span", { class: "who" }, `${agent} · ${role}${type !== "message" ? ` · ${type}` : ""}`),
       ...marks,
-      h("span", { class: "excerpt" }, excerpt),
+      h("span", { class: known ? "excerpt ready" : "excerpt" }, excerpt),
     );
   }
 

@@ -49,9 +49,18 @@ def test_the_tree_holds_every_node_the_active_path_and_kinds(
     assert len(nodes) == len(doc["nodes"])
     assert "brain:r1:n4" == doc["active_node_id"] == doc["active_path"][-1]
     assert ["brain:r1:n1", "brain:r1:n2", "brain:r1:n3", "brain:r1:n4"] == doc["active_path"]
-    kinds = {row[0]: row[6] for row in doc["nodes"]}
-    assert "c" == kinds["brain:r1/w1:r1:n2"]  # two tool calls
-    assert "r" == kinds["brain:r1/w1:r1:n3"]  # their results
+    assert ["brain:r1:n2", "brain:r1:n1", "brain", "assistant", "plan_instruction"] == next(
+        row for row in doc["nodes"] if row[0] == "brain:r1:n2"
+    )
+    ids = "brain:r1/w1:r1:n2,brain:r1/w1:r1:n3,brain:r9:n9"
+    excerpts = client.get(f"/api/sessions/{shared.demo}/excerpts", params={"ids": ids}).json()
+    calls, results = (
+        excerpts["excerpts"]["brain:r1/w1:r1:n2"],
+        excerpts["excerpts"]["brain:r1/w1:r1:n3"],
+    )
+    assert ("c", "r") == (calls[1], results[1])  # two tool calls, then their results
+    assert "→ lookup(" in calls[0]
+    assert "brain:r9:n9" not in excerpts["excerpts"]
 
 
 def test_a_node_is_read_in_full_with_its_blocks(client: TestClient, shared: Home) -> None:

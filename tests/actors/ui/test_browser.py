@@ -91,6 +91,7 @@ def test_a_model_reply_holding_markup_is_shown_as_text(
     page: Any, shared_url: str, shared: Home
 ) -> None:
     page.goto(f"{shared_url}#/s/{shared.markup}")
+    page.wait_for_selector("#tree .node.active .excerpt.ready")
     page.locator("#tree .node.active").click()
     text = page.locator("#node pre.text")
     assert MARKUP == text.inner_text()
