@@ -17,6 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -78,8 +79,15 @@ ROUTES: Final = (
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+class FastJSON(JSONResponse):
+    """JSON encoded by msgspec (a 10⁵-node tree encodes ~10× faster than with ``json``)."""
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return FastJSON({"error": message}, status_code=status)
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Response:
@@ -94,7 +102,7 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Response:
         return _error(500, str(e))
     if doc is None:
         return _error(404, "not found")
-    return JSONResponse(doc)
+    return FastJSON(doc)
 
 
 def _sid(request: Request) -> str:
@@ -176,7 +184,7 @@ class Inspector:
         if found is None:
             return _error(404, "no such artifact")
         mime, text, size = found
-        return JSONResponse({"mime_type": mime, "text": text, "size": size})
+        return FastJSON({"mime_type": mime, "text": text, "size": size})
 
     async def timeline(self, request: Request) -> Response:
         q = request.query_params
@@ -236,7 +244,7 @@ class Inspector:
         return self.live.session_stream(request, sid, after)
 
     async def spec(self, request: Request) -> Response:
-        return JSONResponse(openapi())
+        return FastJSON(openapi())
 
 
 def create_app(

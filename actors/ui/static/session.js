@@ -39,22 +39,24 @@ export class SessionPage {
       async (ids) => (await api(`${this.base}/excerpts`, { ids: ids.join(",") })).excerpts,
     );
     this.timeline = new Timeline(tl, sid);
-    this.refresh = debounce(() => this.reload(false), 300);
+    this.refresh = debounce(() => this.reload(), 300);
     this.start(setLive);
   }
 
   async start(setLive) {
+    // What a first look needs, all at once; then the timeline's filters, the DAG and the
+    // usage (a fold over every event the first time), so they never hold the first back.
+    const first = Promise.all([this.loadTree(), this.timeline.load()]);
+    const head = this.loadHead();
     let doc;
     try {
-      doc = await this.loadHead();
+      doc = await head;
+      await first;
     } catch (e) {
       showError(this.head, e);
       return;
     }
     this.timeline.facets(doc);
-    // What a first look needs first; the DAG and the usage (a fold over every event the
-    // first time) come after, so they never hold the tree and the timeline back.
-    await Promise.all([this.loadTree(), this.timeline.load()]);
     await Promise.all([this.loadDag(), this.loadUsage()]);
     this.stream = new EventSource(`${this.base}/stream?after=${doc.last_seq}`);
     this.stream.addEventListener("events", () => {
@@ -70,12 +72,23 @@ export class SessionPage {
   }
 
   async reload() {
+    if (this.reloading) {
+      this.again = true; // one more once this one is done
+      return;
+    }
+    this.reloading = true;
     try {
       const doc = await this.loadHead();
       this.timeline.facets(doc);
       await Promise.all([this.loadTree(), this.loadDag(), this.loadUsage()]);
     } catch (e) {
       this.say(e.message);
+    } finally {
+      this.reloading = false;
+    }
+    if (this.again) {
+      this.again = false;
+      this.refresh();
     }
   }
 

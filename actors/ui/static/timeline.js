@@ -30,7 +30,9 @@ export class Timeline {
   facets(doc) {
     const addOptions = (select, values) => {
       const have = new Set([...select.options].map((o) => o.value));
-      for (const [value, label] of values) if (!have.has(value)) select.append(h("option", { value }, label));
+      const add = document.createDocumentFragment();
+      for (const [value, label] of values) if (!have.has(value)) add.append(h("option", { value }, label));
+      select.append(add);
     };
     addOptions(this.agent, doc.agents.map((a) => [a.short, a.short]));
     addOptions(this.type, doc.event_types.map((t) => [t, t]));
