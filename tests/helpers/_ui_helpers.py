@@ -9,9 +9,12 @@ from typing import Any
 
 import pydantic
 
-from actors import RunSettings, Runtime, ScriptedModel, tool
+from actors import Runtime, ScriptedModel, tool
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.models.tools import Tool
+from eventlog.blocks import TextBlock
+from eventlog.events import Node, NodeAppended
+from eventlog.records import AppendRequest
 
 #: Debian's chromium; the tests never download a browser.
 CHROMIUM = Path("/usr/bin/chromium")
@@ -99,8 +102,46 @@ def markup_session(rt: Runtime) -> str:
     return session.id
 
 
-def settings() -> RunSettings:
-    return RunSettings()
+def big_session(rt: Runtime, chain: int = 1500, every: int = 100, branch: int = 5) -> str:
+    """A session of ``chain`` nodes in one conversation, with a side branch of ``branch``
+    nodes every ``every`` nodes; the active node is the chain's last. Returns its id."""
+    sid = rt.new_session().id
+    agent = f"{sid}:brain"
+    requests = []
+
+    def node(node_id: str, parent: str | None, role: str, text: str, activate: bool) -> None:
+        n = Node(
+            node_id=f"{sid}:{node_id}",
+            parent_id=f"{sid}:{parent}" if parent else None,
+            agent_id=agent,
+            run_id=None,
+            role=role,  # type: ignore[arg-type]
+            content=[TextBlock(text=text)],
+        )
+        requests.append(
+            AppendRequest(
+                session_id=sid,
+                event=NodeAppended(node=n, activate=activate),
+                created_at=rt.clock.now(),
+                agent_id=agent,
+            )
+        )
+
+    parent: str | None = None
+    for i in range(1, chain + 1):
+        role = "user" if i % 2 else "assistant"
+        node(f"brain:r1:n{i}", parent, role, f"turn {i} of the long conversation", True)
+        if i % every == 1 and i > 1:
+            side = parent
+            for j in range(1, branch + 1):
+                role = "user" if j % 2 else "assistant"
+                node(f"brain:b{i}:n{j}", side, role, f"side branch at {i}, turn {j}", False)
+                side = f"brain:b{i}:n{j}"
+        parent = f"brain:r1:n{i}"
+    futures = [rt.writer.submit(r) for r in requests]
+    for f in futures:
+        f.get(timeout=120)
+    return sid
 
 
 def chromium_missing() -> str | None:

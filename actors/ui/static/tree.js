@@ -53,6 +53,12 @@ export class TreeView {
       this.seen.add(id);
       if (onPath.has(id)) this.open.add(id);
     }
+    if (!this.shown && doc.active_node_id) {
+      // First look: the active node in view, wherever it is in a long session.
+      this.shown = true;
+      this.reveal(doc.active_node_id);
+      return;
+    }
     this.layout();
   }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _ui_helpers import MARKUP, pay_model, pay_tools, waiting_session
+from _ui_helpers import MARKUP, big_session, pay_model, pay_tools, waiting_session
 from conftest import Home
 
 from actors import Runtime
@@ -146,6 +146,33 @@ def test_approving_a_pending_call_lets_the_run_continue(page: Any, tmp_path: Pat
         assert "All paid." in [
             b.text for n in rt.store.read_nodes(sid) for b in n.content if hasattr(b, "text")
         ]
+
+
+def test_a_tree_of_1500_nodes_keeps_only_the_rows_in_view(page: Any, tmp_path: Path) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = big_session(rt)
+        server = UiServer(rt, port=0).start()
+        try:
+            page.goto(f"{server.url}#/s/{sid}")
+            # The active node — the 1,500th of the chain — is in view at once.
+            active = page.locator('#tree .node.active[data-node="brain:r1:n1500"]')
+            active.wait_for()
+            assert active.is_visible()
+            assert page.locator("#tree .node").count() < 100  # of 1,570 nodes
+            # Each side branch starts folded at its branch point, with its size.
+            # Rows are 24 px: the branch at node 100 is the 101st row.
+            page.locator("#tree").evaluate("t => { t.scrollTop = 95 * 24; }")
+            start = page.locator('#tree .node[data-node="brain:b101:n1"]')
+            assert "5 nodes" in start.inner_text()
+            assert "⑂2" in page.locator('#tree .node[data-node="brain:r1:n100"]').inner_text()
+            start.locator(".fold").click()
+            page.locator('#tree .node[data-node="brain:b101:n5"]').wait_for()
+            path = page.locator('#tree .node[data-node="brain:r1:n100"]')
+            assert "on-path" in (path.get_attribute("class") or "")
+            side = page.locator('#tree .node[data-node="brain:b101:n3"]')
+            assert "on-path" not in (side.get_attribute("class") or "")
+        finally:
+            server.stop()
 
 
 def test_without_the_token_the_page_is_refused(page: Any, shared_rt: Runtime) -> None:
