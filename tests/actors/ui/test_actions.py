@@ -14,10 +14,10 @@ from _ui_helpers import pay_model, pay_tools, waiting_session
 from conftest import CSRF
 from starlette.testclient import TestClient
 
-from actors import Runtime
+from actors import Runtime, ScriptedModel
 from actors.cli import main
 from actors.ui import UiServer, create_app
-from eventlog.events import ActiveNodeSwitched, ApprovalDecided
+from eventlog.events import ActiveNodeSwitched, ApprovalDecided, ClarificationAnswered
 
 HEADERS = {"X-Clew-CSRF": CSRF}
 
@@ -211,3 +211,51 @@ def test_clew_ui_refuses_a_port_in_use_and_a_missing_home(
     assert f"cannot listen on 127.0.0.1:{server.port}" in err
     assert 1 == len(err.strip().splitlines())
     assert 2 == main(["ui", "--home", str(tmp_path / "home"), "--token", "short"])
+
+
+ASK = {
+    "rules": [
+        {
+            "role": "router",
+            "phase": "route",
+            "replies": [
+                {
+                    "json": {
+                        "primary_role": "lead",
+                        "workers": [],
+                        "clarification": {"required": True, "question": "Which invoice?"},
+                    }
+                },
+                {"json": {"primary_role": "lead", "workers": []}},
+            ],
+        },
+        {"role": "lead", "replies": [{"text": "Paid invoice 7."}]},
+    ]
+}
+
+
+def test_answering_the_question_records_it_and_the_run_goes_on(tmp_path: Path) -> None:
+    done = threading.Event()
+
+    def resumer(rt: Runtime, sid: str) -> None:
+        rt.resume(sid, model=ScriptedModel(ASK))
+        done.set()
+
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        session = rt.new_session()
+        assert "needs_clarification" == session.run("Pay it.", model=ScriptedModel(ASK)).status
+        with TestClient(create_app(rt, csrf=CSRF, resumer=resumer)) as c:
+            (wait,) = c.get(f"/api/sessions/{session.id}").json()["waiting"]
+            assert ("Which invoice?", False) == (wait["question"], wait["answered"])
+            url = f"/api/sessions/{session.id}/answer"
+            assert 400 == c.post(url, json={"text": "  "}, headers=HEADERS).status_code
+            out = c.post(url, json={"text": "number 7"}, headers=HEADERS).json()
+            assert (True, True) == (out["answered"], out["resumed"])
+            assert done.wait(60)
+        answers = [
+            e.event.answer
+            for e in rt.store.read_events(session.id)
+            if isinstance(e.event, ClarificationAnswered)
+        ]
+        assert ["number 7"] == answers
+        assert "completed" == rt.info(rt.store.read_session(session.id)).status
