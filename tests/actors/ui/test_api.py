@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pydantic
 from conftest import CSRF, Home
 from starlette.testclient import TestClient
 
-from actors import Runtime
+from actors import Runtime, ScriptedModel, tool
 from actors.ui import ROUTES, create_app
 
 DOCS = Path(__file__).parents[3] / "docs" / "ui.md"
@@ -182,3 +183,56 @@ def test_the_openapi_document_and_docs_list_every_route(client: TestClient) -> N
     table = DOCS.read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `(GET|POST) ([^`]+)` \|", table, flags=re.M))
     assert {(m, p) for m, p, _ in ROUTES} == documented
+
+
+class NoArgs(pydantic.BaseModel):
+    pass
+
+
+def test_a_large_tool_result_is_an_artifact_with_a_preview(tmp_path: Path) -> None:
+    big = "line of the report\n" * 2000  # 38 KB: stored as an artifact, not inline
+
+    @tool(NoArgs, idempotent=True)
+    def report(args: NoArgs) -> str:
+        """Return a long report."""
+        return big
+
+    script = {
+        "rules": [
+            {
+                "role": "router",
+                "phase": "route",
+                "replies": [
+                    {
+                        "json": {
+                            "primary_role": "lead",
+                            "workers": [{"id": "w1", "role": "reader", "goal": "Read it"}],
+                        }
+                    }
+                ],
+            },
+            {
+                "role": "reader",
+                "phase": "worker",
+                "replies": [
+                    {"tool_calls": [{"name": "report", "arguments": {}}]},
+                    {"json": {"summary": "Read."}},
+                ],
+            },
+            {"role": "lead", "replies": [{"text": "Done."}]},
+        ]
+    }
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        session = rt.new_session()
+        assert "completed" == session.run("Go.", model=ScriptedModel(script), tools=[report]).status
+        with TestClient(create_app(rt, csrf=CSRF)) as c:
+            base = f"/api/sessions/{session.id}"
+            ids = ",".join(row[0] for row in c.get(f"{base}/tree").json()["nodes"])
+            excerpts = c.get(f"{base}/excerpts", params={"ids": ids}).json()["excerpts"]
+            (holder,) = [n for n, (_, kinds) in excerpts.items() if "a" in kinds]
+            node = c.get(f"{base}/node", params={"id": holder}).json()
+            (artifact,) = node["artifacts"]
+            preview = c.get(f"{base}/artifact", params={"id": artifact["artifact_id"]}).json()
+            assert preview["text"].startswith("line of the report\n")
+            assert len(big.encode()) <= preview["size"]
+            assert 404 == c.get(f"{base}/artifact", params={"id": "art_nope"}).status_code
