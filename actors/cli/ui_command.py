@@ -110,5 +110,6 @@ def ui(
             print("open that address once: it sets the token's cookie", flush=True)
         print("Ctrl-C stops it", flush=True)
         server.run()
+        print("clew ui: stopped", flush=True)
     finally:
         rt.close()

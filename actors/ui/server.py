@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
+from types import FrameType
 from typing import Any, Final
 
 import msgspec
@@ -296,6 +298,17 @@ def create_app(
     return Guard(Starlette(routes=routes), token=token, csrf=ui.csrf, live=live)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, but Ctrl-C only stops it: uvicorn would raise the signal again
+    once shut down (and ``clew``'s handler would then report a run interrupted)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: do not wait for the streams
+        else:
+            self.should_exit = True
+
+
 class UiServer:
     """The inspector served by uvicorn: on a thread (:meth:`start`) or in the foreground.
 
@@ -324,7 +337,7 @@ class UiServer:
             lifespan="off",
             timeout_graceful_shutdown=2,
         )
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config)
         self._thread: threading.Thread | None = None
 
     @property

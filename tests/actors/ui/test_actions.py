@@ -4,12 +4,18 @@ way; the live stream carries what lands; ``clew ui`` refuses what it cannot serv
 from __future__ import annotations
 
 import json
+import re
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from _processes import child_env
 from _ui_helpers import pay_model, pay_tools, waiting_session
 from conftest import CSRF
 from starlette.testclient import TestClient
@@ -259,3 +265,34 @@ def test_answering_the_question_records_it_and_the_run_goes_on(tmp_path: Path) -
         ]
         assert ["number 7"] == answers
         assert "completed" == rt.info(rt.store.read_session(session.id)).status
+
+
+def test_clew_ui_serves_a_home_and_beyond_loopback_only_with_its_token(tmp_path: Path) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = rt.new_session().id
+    child = subprocess.Popen(
+        [sys.executable, "-m", "actors", "ui", "--host", "0.0.0.0", "--port", "0"],
+        env=child_env(CLEW_HOME=str(tmp_path / "home")),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()
+        url = re.search(r"http://\S+", first)
+        assert url is not None, first + (child.stderr.read() if child.stderr else "")
+        parts = urlsplit(url.group(0))
+        token = parse_qs(parts.query)["token"][0]
+        assert 24 <= len(token)
+        api = f"http://127.0.0.1:{parts.port}/api/sessions"
+        with httpx.Client(timeout=60) as http:
+            assert 401 == http.get(api).status_code
+            listed = http.get(api, headers={"Authorization": f"Bearer {token}"}).json()
+        assert [sid] == [s["session_id"] for s in listed["sessions"]]
+    finally:
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    assert (0, "") == (child.returncode, err)  # Ctrl-C stops it: exit 0, nothing on stderr
+    assert "clew ui: stopped" in out
