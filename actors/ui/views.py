@@ -184,18 +184,27 @@ def excerpts_doc(rt: Runtime, sid: str, ids: Iterable[str]) -> dict[str, Any]:
     :data:`MAX_PAGE`); an unknown id is left out."""
     out: dict[str, Any] = {}
     for short in list(dict.fromkeys(i for i in ids if i))[:MAX_PAGE]:
-        row = rt.store.read_node(sid, f"{sid}:{short}")
+        row = _read_node(rt, sid, short)
         if row is not None:
             out[short] = [excerpt(row.content), _kinds(row)]
     return {"excerpts": out}
 
 
+def _read_node(rt: Runtime, sid: str, node_id: str) -> NodeRow | None:
+    """Read a node named in full or relative to its session (``brain:r1:n4``)."""
+    if not node_id.startswith(f"{sid}:"):
+        row = rt.store.read_node(sid, f"{sid}:{node_id}")
+        if row is not None:
+            return row
+    return rt.store.read_node(sid, node_id)
+
+
 def node_doc(rt: Runtime, sid: str, node_id: str) -> dict[str, Any] | None:
     """Return one node in full: its content blocks, metadata, and artifacts' rows."""
-    full = node_id if node_id.startswith(f"{sid}:") else f"{sid}:{node_id}"
-    row = rt.store.read_node(sid, full)
+    row = _read_node(rt, sid, node_id)
     if row is None:
         return None
+    full = row.node_id
     doc: dict[str, Any] = msgspec.to_builtins(row)
     doc["short"] = relative(sid, row.node_id)
     doc["children"] = [relative(sid, c.node_id) for c in rt.store.read_children(sid, full)]
