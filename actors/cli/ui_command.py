@@ -13,6 +13,7 @@ import os
 import secrets
 from typing import TYPE_CHECKING, Annotated
 
+import msgspec
 import typer
 
 from actors.cli.app import app
@@ -66,12 +67,13 @@ def resume_from_recipe(rt: Runtime, sid: str) -> None:
     _log.info("session %s resumed from the web inspector: %s", sid, outcome.status)
 
 
-def _server(rt: Runtime, host: str, port: int, token: str | None) -> UiServer:
+def _server(rt: Runtime, host: str, port: int, token: str | None, read_only: bool) -> UiServer:
     try:
         from actors.ui.server import UiServer  # noqa: PLC0415 - the optional extra
     except ImportError as e:
         raise UsageError(f"clew ui needs the ui extra: pip install 'clew[ui]' ({e})") from None
-    return UiServer(rt, host=host, port=port, token=token, resumer=resume_from_recipe)
+    resumer = None if read_only else resume_from_recipe
+    return UiServer(rt, host=host, port=port, token=token, resumer=resumer)
 
 
 @app.command()
@@ -91,11 +93,20 @@ def ui(
             show_default=False,
         ),
     ] = None,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="open the home read-only (a read-only mount): every action is refused",
+        ),
+    ] = False,
     home: Home = None,
     project: Project = None,
 ) -> None:
     """Serve the web inspector: sessions, node tree, timeline, task DAG, usage, actions."""
     where = where_from(home, project)
+    if read_only:
+        where = msgspec.structs.replace(where, read_only=True)
     if token is not None and len(token) < 16:
         raise UsageError("--token must be at least 16 characters")
     if not home_exists(where):
@@ -104,7 +115,7 @@ def ui(
         token = secrets.token_urlsafe(24)
     rt = open_runtime(where)
     try:
-        server = _server(rt, host, port, token)
+        server = _server(rt, host, port, token, where.read_only)
         print(f"clew ui: serving {where.home} at {server.url}", flush=True)
         if token is not None:
             print("open that address once: it sets the token's cookie", flush=True)

@@ -219,6 +219,43 @@ def test_clew_ui_refuses_a_port_in_use_and_a_missing_home(
     assert 2 == main(["ui", "--home", str(tmp_path / "home"), "--token", "short"])
 
 
+def test_clew_ui_read_only_serves_pages_and_refuses_actions(tmp_path: Path) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = waiting_session(rt, [])
+        (pending,) = rt.pending(sid)
+    home = tmp_path / "home"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "actors", "ui", "--read-only", "--port", "0", "--home", str(home)],
+        env=child_env(),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = re.search(r"http://\S+/", child.stdout.readline())
+        assert url is not None
+        with httpx.Client(timeout=60, base_url=url.group(0)) as http:
+            page = http.get("/")
+            csrf = re.search(r'name="clew-csrf" content="([^"]+)"', page.text)
+            assert csrf is not None
+            waits = http.get(f"/api/sessions/{sid}").json()["waiting"]
+            refused = http.post(
+                f"/api/sessions/{sid}/decide",
+                json={"call_id": pending.tool_call_id, "decision": "approve"},
+                headers={"X-Clew-CSRF": csrf.group(1)},
+            )
+        assert [pending.tool_call_id] == [p["tool_call_id"] for p in waits[0]["pending"]]
+        assert 400 == refused.status_code
+        assert "read-only" in refused.json()["error"]
+    finally:
+        child.send_signal(signal.SIGINT)
+        child.communicate(timeout=60)
+    with Runtime(home, tmp_path) as rt:
+        assert [pending] == rt.pending(sid)
+
+
 ASK = {
     "rules": [
         {
