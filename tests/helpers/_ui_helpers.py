@@ -153,3 +153,18 @@ def chromium_missing() -> str | None:
 
 def in_ci() -> bool:
     return bool(os.environ.get("CI"))
+
+
+CSRF = "test-csrf-token-0123456789"
+
+
+class Home:
+    """A home the read-only tests share: the demo session and the markup session."""
+
+    def __init__(self, root: Path) -> None:
+        self.home = root / "home"
+        self.project = root / "proj"
+        self.project.mkdir(parents=True)
+        with Runtime(self.home, self.project) as rt:
+            self.demo = demo_session(rt)
+            self.markup = markup_session(rt)

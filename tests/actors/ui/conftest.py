@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _ui_helpers import CHROMIUM, CHROMIUM_ARGS, chromium_missing, demo_session, in_ci
-from _ui_helpers import markup_session as make_markup_session
+from _ui_helpers import CHROMIUM, CHROMIUM_ARGS, CSRF, Home, chromium_missing, in_ci
 from playwright.sync_api import sync_playwright
 from starlette.testclient import TestClient
 
 from actors import Runtime
 from actors.ui import create_app
-
-CSRF = "test-csrf-token-0123456789"
-
-
-class Home:
-    """A home the read-only tests share: the demo session and the markup session."""
-
-    def __init__(self, root: Path) -> None:
-        self.home = root / "home"
-        self.project = root / "proj"
-        self.project.mkdir(parents=True)
-        with Runtime(self.home, self.project) as rt:
-            self.demo = demo_session(rt)
-            self.markup = make_markup_session(rt)
 
 
 @pytest.fixture(scope="package")

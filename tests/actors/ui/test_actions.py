@@ -16,8 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from _processes import child_env
-from _ui_helpers import pay_model, pay_tools, waiting_session
-from conftest import CSRF
+from _ui_helpers import CSRF, pay_model, pay_tools, waiting_session
 from starlette.testclient import TestClient
 
 from actors import Runtime, ScriptedModel

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pydantic
-from conftest import CSRF, Home
+from _ui_helpers import CSRF, Home
 from starlette.testclient import TestClient
 
 from actors import Runtime, ScriptedModel, tool

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _ui_helpers import MARKUP, big_session, pay_model, pay_tools, waiting_session
-from conftest import Home
+from _ui_helpers import MARKUP, Home, big_session, pay_model, pay_tools, waiting_session
 
 from actors import Runtime
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
