@@ -118,11 +118,7 @@ def _int(request: Request, key: str, default: int) -> int:
     try:
         return max(0, int(raw))
     except ValueError:
-        raise InvalidQuery(f"?{key}= must be a whole number") from None
-
-
-class InvalidQuery(Refused):
-    """A query parameter the inspector cannot use."""
+        raise UsageError(f"?{key}= must be a whole number") from None
 
 
 def openapi() -> dict[str, Any]:
