@@ -7,7 +7,8 @@ The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, veri
 (the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
 reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
 the scripted model, providers) · ``observe/`` (the run digest's log lines, OpenTelemetry
-spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
+spans of each run) · ``cli/`` (the ``clew`` command) · ``ui/`` (``clew ui``, the web
+inspector; needs ``clew[ui]``) · ``errors`` · ``demo``.
 """
 
 from actors.errors import (

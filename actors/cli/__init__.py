@@ -7,7 +7,8 @@ session) · ``summaries`` (one line per event) · ``options`` (home, project, op
 ``last`` as typed) · ``output`` (JSON, errors, exit codes) · ``recipes`` (models from
 spec strings) · ``team_file`` (team files, TOML) · ``docs`` (JSON documents) ·
 ``render`` (rich output) · ``show`` (the folded node tree) · ``timeline_rows`` (the
-timeline's rows) · ``pager`` ($PAGER) · ``logs`` (log level and format).
+timeline's rows) · ``pager`` ($PAGER) · ``logs`` (log level and format) ·
+``ui_command`` (``clew ui``: the web inspector, ``actors/ui``).
 """
 
 from actors.cli.main import main

@@ -25,6 +25,7 @@ from actors.cli import (
     serve_commands,
     session_commands,
     tail,
+    ui_command,
     usage_command,
 )
 from actors.cli.app import app
@@ -44,6 +45,7 @@ COMMAND_MODULES = (
     hitl_commands,
     serve_commands,
     tail,
+    ui_command,
     usage_command,
     history_commands,
     session_commands,

@@ -308,6 +308,17 @@ class SQLiteReads:
         rows = self._query(f"SELECT * FROM nodes_{sid} ORDER BY node_seq")
         return [self._node_row(r) for r in rows]
 
+    def read_node_links(self, session_id: str) -> list[tuple[str, str | None, str, str, str]]:
+        """Return ``(node_id, parent_id, agent_id, role, node_type)`` of every node in
+        node_seq order: the tree's shape without decoding any content (a tree view of a
+        large session draws this first and reads the nodes it shows one by one)."""
+        sid = self._require(session_id)
+        rows = self._query(
+            f"SELECT node_id, parent_id, agent_id, role, node_type FROM nodes_{sid}"
+            " ORDER BY node_seq"
+        )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
     def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
         """Return the path root → ``node_id`` (default: the active node), via a recursive CTE.
 

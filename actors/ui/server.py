@@ -1,0 +1,398 @@
+"""The inspector's ASGI app (Starlette) and a server to run it (uvicorn).
+
+:func:`create_app` builds the app over an open :class:`~actors.runtime.runtime.Runtime`;
+:class:`UiServer` runs it on a thread (the tests, an embedding application) or in the
+foreground (``clew ui``). The JSON endpoints are listed in :data:`ROUTES` (served as an
+OpenAPI document at ``/api/openapi.json`` and tabled in docs/ui.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final
+
+import msgspec
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from actors.errors import UsageError
+from actors.runtime.runtime import Runtime
+from actors.ui import views
+from actors.ui.actions import Actions, Resumer
+from actors.ui.guard import Guard, new_token
+from actors.ui.live import Live
+from eventlog.errors import ClewError, InvalidSessionId, Refused, UnknownSession
+from eventlog.ids import validate_session_id
+from projections.errors import UnknownNode
+
+STATIC: Final = Path(str(files("actors.ui") / "static"))
+
+#: Every JSON endpoint: (method, path, what it returns or does).
+ROUTES: Final = (
+    ("GET", "/api/sessions", "the sessions list; ?q= filters by id prefix or title"),
+    ("GET", "/api/sessions/{sid}", "one session: status, runs, agents, waits, last seq"),
+    (
+        "GET",
+        "/api/sessions/{sid}/tree",
+        "the tree's shape: every node (no content), active path, forks",
+    ),
+    (
+        "GET",
+        "/api/sessions/{sid}/excerpts",
+        "?ids=A,B,…: one line and the kinds of each node shown",
+    ),
+    ("GET", "/api/sessions/{sid}/node", "one node in full (?id=NODE): blocks, artifacts"),
+    ("GET", "/api/sessions/{sid}/artifact", "an artifact's first 64 KiB as text (?id=)"),
+    (
+        "GET",
+        "/api/sessions/{sid}/timeline",
+        "a page of events: ?after=SEQ&limit=&agent=&type=&run=",
+    ),
+    ("GET", "/api/sessions/{sid}/dag", "the task DAG of each Task WAL, with statuses"),
+    ("GET", "/api/sessions/{sid}/usage", "tokens by model, role and phase"),
+    ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
+    ("GET", "/api/sessions/{sid}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
+    (
+        "POST",
+        "/api/sessions/{sid}/decide",
+        "{call_id, decision: approve|deny|edit, reason, arguments}",
+    ),
+    ("POST", "/api/sessions/{sid}/answer", "{text}: answer the clarifying question"),
+    ("POST", "/api/sessions/{sid}/cancel", "{reason}: cancel the run in progress"),
+    ("POST", "/api/sessions/{sid}/switch", "{node_id}: move the active node"),
+    ("POST", "/api/sessions/{sid}/replay", "{}: replay against the recording; the report"),
+    ("POST", "/api/sessions/{sid}/resume", "{}: continue a waiting/interrupted run (resumer)"),
+    ("GET", "/api/openapi.json", "this list as an OpenAPI 3.1 document"),
+)
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class FastJSON(JSONResponse):
+    """JSON encoded by msgspec (a 10⁵-node tree encodes ~10× faster than with ``json``)."""
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return FastJSON({"error": message}, status_code=status)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> Response:
+    """Run a store read or an action on a worker thread; map clew's errors to statuses."""
+    try:
+        doc = await run_in_threadpool(fn, *args)
+    except (UnknownSession, UnknownNode) as e:
+        return _error(404, str(e))
+    except Refused as e:
+        return _error(400, str(e))
+    except ClewError as e:
+        return _error(500, str(e))
+    if doc is None:
+        return _error(404, "not found")
+    return FastJSON(doc)
+
+
+def _sid(request: Request) -> str:
+    return validate_session_id(request.path_params["sid"])
+
+
+def _int(request: Request, key: str, default: int) -> int:
+    raw = request.query_params.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise UsageError(f"?{key}= must be a whole number") from None
+
+
+def openapi() -> dict[str, Any]:
+    """Return :data:`ROUTES` as a minimal OpenAPI 3.1 document."""
+    paths: dict[str, dict[str, Any]] = {}
+    for method, path, what in ROUTES:
+        op: dict[str, Any] = {"summary": what, "responses": {"200": {"description": "OK"}}}
+        if method == "POST":
+            op["parameters"] = [{"name": "X-Clew-CSRF", "in": "header", "required": True}]
+        paths.setdefault(path, {})[method.lower()] = op
+    return {"openapi": "3.1.0", "info": {"title": "clew ui", "version": "1"}, "paths": paths}
+
+
+class Inspector:
+    """The endpoints over one runtime."""
+
+    def __init__(self, rt: Runtime, actions: Actions, live: Live, csrf: str) -> None:
+        self.rt = rt
+        self.actions = actions
+        self.live = live
+        self.csrf = csrf
+        self.usage_cache = views.UsageCache()
+
+    async def index(self, request: Request) -> Response:
+        page = (STATIC / "index.html").read_text(encoding="utf-8")
+        return HTMLResponse(page.replace("{{CSRF}}", self.csrf))
+
+    async def sessions(self, request: Request) -> Response:
+        return await _call(views.sessions_doc, self.rt, request.query_params.get("q", ""))
+
+    async def session(self, request: Request) -> Response:
+        return await self._read(request, views.session_doc)
+
+    async def tree(self, request: Request) -> Response:
+        return await self._read(request, views.tree_doc)
+
+    async def dag(self, request: Request) -> Response:
+        return await self._read(request, views.dag_doc)
+
+    async def usage(self, request: Request) -> Response:
+        return await self._read(request, views.usage_doc, self.usage_cache)
+
+    async def excerpts(self, request: Request) -> Response:
+        ids = request.query_params.get("ids", "").split(",")
+        return await self._read(request, views.excerpts_doc, ids)
+
+    async def node(self, request: Request) -> Response:
+        node = request.query_params.get("id", "")
+        return await self._read(request, views.node_doc, node)
+
+    async def artifact(self, request: Request) -> Response:
+        try:
+            sid = _sid(request)
+            found = await run_in_threadpool(
+                views.artifact_preview, self.rt, sid, request.query_params.get("id", "")
+            )
+        except InvalidSessionId as e:
+            return _error(400, str(e))
+        except ClewError as e:
+            return _error(500, str(e))
+        if found is None:
+            return _error(404, "no such artifact")
+        mime, text, size = found
+        return FastJSON({"mime_type": mime, "text": text, "size": size})
+
+    async def timeline(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            sid = _sid(request)
+            after, limit = _int(request, "after", 0), _int(request, "limit", 100)
+        except Refused as e:
+            return _error(400, str(e))
+
+        def page() -> dict[str, Any]:
+            return views.timeline_doc(
+                self.rt,
+                sid,
+                after=after,
+                limit=limit,
+                agent=q.get("agent", ""),
+                event_type=q.get("type", ""),
+                run=q.get("run", ""),
+            )
+
+        return await _call(page)
+
+    async def _read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Response:
+        try:
+            sid = _sid(request)
+        except InvalidSessionId as e:
+            return _error(400, str(e))
+        return await _call(fn, self.rt, sid, *args)
+
+    def action(self, fn: Callable[[str, dict[str, Any]], dict[str, Any]]) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            try:
+                sid = _sid(request)
+                body = json.loads(await request.body() or b"{}")
+            except InvalidSessionId as e:
+                return _error(400, str(e))
+            except ValueError:
+                return _error(400, "the body is not JSON")
+            if not isinstance(body, dict):
+                return _error(400, "the body must be a JSON object")
+            return await _call(fn, sid, body)
+
+        return endpoint
+
+    async def sessions_stream(self, request: Request) -> Response:
+        return self.live.sessions_stream(request)
+
+    async def session_stream(self, request: Request) -> Response:
+        try:
+            sid = _sid(request)
+            after = _int(request, "after", 0)
+            await run_in_threadpool(self.rt.store.read_session, sid)
+        except UnknownSession as e:
+            return _error(404, str(e))
+        except Refused as e:
+            return _error(400, str(e))
+        return self.live.session_stream(request, sid, after)
+
+    async def spec(self, request: Request) -> Response:
+        return FastJSON(openapi())
+
+
+def create_app(
+    rt: Runtime,
+    *,
+    token: str | None = None,
+    resumer: Resumer | None = None,
+    csrf: str | None = None,
+) -> Guard:
+    """Return the inspector's ASGI app over ``rt``.
+
+    Args:
+        token: required on every request when given (see :mod:`actors.ui.guard`).
+        resumer: continues a session once its approvals are decided (without one the page
+            says to run ``clew resume``).
+        csrf: the CSRF token of the pages (default: a fresh random one).
+    """
+    live = Live(rt)
+    ui = Inspector(rt, Actions(rt, resumer), live, csrf or new_token())
+    a = ui.actions
+    s = "/api/sessions/{sid}"
+    routes = [
+        Route("/", ui.index),
+        Route("/api/sessions", ui.sessions),
+        Route("/api/stream", ui.sessions_stream),
+        Route("/api/openapi.json", ui.spec),
+        Route(s, ui.session),
+        Route(f"{s}/tree", ui.tree),
+        Route(f"{s}/excerpts", ui.excerpts),
+        Route(f"{s}/node", ui.node),
+        Route(f"{s}/artifact", ui.artifact),
+        Route(f"{s}/timeline", ui.timeline),
+        Route(f"{s}/dag", ui.dag),
+        Route(f"{s}/usage", ui.usage),
+        Route(f"{s}/stream", ui.session_stream),
+        *(
+            Route(f"{s}/{name}", ui.action(fn), methods=["POST"])
+            for name, fn in (
+                ("decide", a.decide),
+                ("answer", a.answer),
+                ("cancel", a.cancel),
+                ("switch", a.switch),
+                ("replay", a.replay),
+                ("resume", a.resume),
+            )
+        ),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Guard(Starlette(routes=routes), token=token, csrf=ui.csrf, live=live)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but Ctrl-C only stops it: uvicorn would raise the signal again
+    once shut down (and ``clew``'s handler would then report a run interrupted)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: do not wait for the streams
+        else:
+            self.should_exit = True
+
+
+class UiServer:
+    """The inspector served by uvicorn: on a thread (:meth:`start`) or in the foreground.
+
+    The socket is bound when the server is made, so a port in use is refused at once
+    (``UsageError``) and ``port=0`` picks a free one (:attr:`port`).
+    """
+
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        token: str | None = None,
+        resumer: Resumer | None = None,
+    ) -> None:
+        self.app = create_app(rt, token=token, resumer=resumer)
+        self.host = host
+        self.token = token
+        self.socket = _bind(host, port)
+        self._port = int(self.socket.getsockname()[1])
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+        )
+        self.server = _Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port bound (useful with ``port=0``)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The address to open (with ``?token=`` when a token is required)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        tail = f"/?token={self.token}" if self.token else "/"
+        return f"http://{host}:{self.port}{tail}"
+
+    def start(self, timeout: float = 30.0) -> UiServer:
+        """Serve on a daemon thread; return once it accepts connections."""
+        self._thread = threading.Thread(target=self.run, name="clew-ui", daemon=True)
+        self._thread.start()
+        waited = threading.Event()
+        for _ in range(int(timeout / 0.02)):
+            if self.server.started or not self._thread.is_alive():
+                break
+            waited.wait(0.02)
+        if not self.server.started:
+            raise ClewError(f"the inspector could not start on {self.host}:{self.port}")
+        return self
+
+    def run(self) -> None:
+        """Serve in the foreground until Ctrl-C (or :meth:`stop`)."""
+        self.server.run(sockets=[self.socket])
+
+    def stop(self) -> None:
+        """Stop serving (the live streams end) and wait for the thread."""
+        self.app.live.close()
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with contextlib.suppress(OSError):
+            self.socket.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Return a listening socket on ``host:port``.
+
+    Raises:
+        UsageError: the address cannot be used (a port in use, an unknown host).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, IndexError) as e:
+        raise UsageError(f"cannot listen on {host}:{port}: {e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock

@@ -1,0 +1,87 @@
+// The inspector's router and its sessions list. Routes live in the hash:
+// #/ (sessions) and #/s/<session id> (one session).
+import { ago, api, badge, clear, fill, debounce, fmt, h, showError } from "./dom.js";
+import { SessionPage } from "./session.js";
+
+const app = document.getElementById("app");
+const conn = document.getElementById("conn");
+let current = null;
+
+function setLive(on) {
+  conn.textContent = on ? "● live" : "○ offline";
+  conn.className = on ? "conn on" : "conn";
+}
+
+class SessionsPage {
+  constructor(root) {
+    this.root = root;
+    this.query = new URLSearchParams(location.hash.split("?")[1] || "").get("q") || "";
+    this.search = h("input", {
+      type: "search",
+      id: "search",
+      placeholder: "search by id prefix or title",
+      value: this.query,
+      oninput: debounce(() => this.load(), 200),
+    });
+    this.body = h("tbody");
+    this.count = h("span", { class: "muted" });
+    fill(root, 
+      h("div", { class: "bar" }, h("h1", {}, "Sessions"), this.search, this.count),
+      h(
+        "table",
+        { class: "sessions", id: "sessions" },
+        h(
+          "thead",
+          {},
+          h("tr", {}, ["session", "status", "title", "runs", "tokens", "events", "last activity"].map((t) => h("th", {}, t))),
+        ),
+        this.body,
+      ),
+    );
+    this.load();
+    this.stream = new EventSource("/api/stream");
+    this.stream.addEventListener("sessions", () => this.load());
+    this.stream.onopen = () => setLive(true);
+    this.stream.onerror = () => setLive(false);
+  }
+
+  async load() {
+    let doc;
+    try {
+      doc = await api("/api/sessions", { q: this.search.value.trim() });
+    } catch (e) {
+      showError(this.body, e);
+      return;
+    }
+    const rows = doc.sessions.map((s) =>
+      h(
+        "tr",
+        { dataset: { sid: s.session_id } },
+        h("td", {}, h("a", { href: `#/s/${s.session_id}`, class: "sid" }, s.session_id)),
+        h("td", {}, badge(s.status)),
+        h("td", { class: "title" }, s.title || "—"),
+        h("td", { class: "num" }, fmt(s.runs)),
+        h("td", { class: "num" }, fmt(s.tokens)),
+        h("td", { class: "num" }, fmt(s.events)),
+        h("td", { title: s.updated_at }, ago(s.updated_at)),
+      ),
+    );
+    fill(this.body, ...rows);
+    if (!rows.length) this.body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "no session matches")));
+    this.count.textContent = `${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"}`;
+  }
+
+  close() {
+    this.stream.close();
+  }
+}
+
+function route() {
+  if (current) current.close();
+  const hash = location.hash.replace(/^#/, "");
+  const m = hash.match(/^\/s\/([A-Za-z0-9_]+)/);
+  current = m ? new SessionPage(app, m[1], setLive) : new SessionsPage(app);
+}
+
+window.addEventListener("hashchange", route);
+route();
