@@ -203,3 +203,12 @@ class ArchivedSession(Refused):
 
 class NothingToRetry(Refused):
     """The session's last main run did not fail: there is nothing to retry."""
+
+
+class CopyRefused(UsageError):
+    """``clew copy``: the target already holds a different session of that id (or the
+    copy differs from its source)."""
+
+
+class NotRecorded(ClewError):
+    """A rerun's tool call has no recorded result and no live tool was given."""

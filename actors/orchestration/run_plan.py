@@ -23,6 +23,7 @@ from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import Conversation
 from actors.orchestration.plan import Plan
 from actors.replay.recorder import RunRecorder
+from actors.tasks.agreement import run_wal_name
 from actors.tasks.changes import StartWal
 from actors.tasks.manager import TaskManagerProxy
 from actors.tasks.plan_file import write_plan_file
@@ -30,7 +31,7 @@ from actors.tasks.run_board import RunTaskBoard
 from eventlog.blocks import TextBlock
 from eventlog.errors import TaskWalError
 from eventlog.events import Todo, TodoPlanned, TodoStatus, TodoUpdated
-from eventlog.ids import task_name, unique_task_name, wal_name_for
+from eventlog.ids import main_run_of, session_of, task_name, unique_task_name, wal_name_for
 from eventlog.packets import BrainTaskContext
 from eventlog.wals import FileWals
 from projections.todos import RunTodos, render_board, render_plan
@@ -61,10 +62,24 @@ class RunPlan:
         name = task_name(plan.task_name or first_line)
         try:
             wals = self.env.task_wals or FileWals(self.env.project_dir)
-            taken = set(wals.names(self.env.session_id))
+            taken = set(wals.names(self.env.session_id)) | self._inherited_names()
         except TaskWalError:
             taken = set()  # the directory is unusable: the WAL will say so when opened
         return unique_task_name(name, taken)
+
+    def _inherited_names(self) -> set[str]:
+        """Return the task names of the main runs a fork's copied history comes from, so a
+        fork names its runs as its parent did after them (a rerun with no change then
+        writes the same task board as the original)."""
+        store, sid = self.env.store, self.env.session_id
+        if store.read_session(sid).parent_session_id is None:
+            return set()
+        runs = {
+            (session_of(n.run_id), main_run_of(n.run_id) or n.run_id)
+            for n in store.read_active_path(sid)
+            if n.run_id is not None and session_of(n.run_id) != sid
+        }
+        return {run_wal_name(r, store.read_run(owner, r)) for owner, r in sorted(runs)}
 
     def start(self, todos: Sequence[Todo], context: BrainTaskContext, name: str = "") -> None:
         """Record the plan (``todo_planned``), create its Task WAL, write the plan file."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import msgspec
 
-from actors.errors import UsageError
+from actors.errors import CopyRefused
 from eventlog.errors import ClewError
 from eventlog.events import ArtifactCreated
 from eventlog.ids import validate_session_id
@@ -35,10 +35,6 @@ from eventlog.store import EventStore
 from eventlog.taskwal import WalRecord
 from eventlog.wals import FileWals, TaskWals
 from projections import verify
-
-
-class CopyRefused(UsageError):
-    """The target already holds a different session of that id (or the copy differs)."""
 
 
 class CopyResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,11 +23,12 @@ from typing import Any
 
 import pydantic
 
+from actors.errors import NotRecorded
 from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
 from actors.models.tools import Tool, ToolContext, ToolOutput, call_tool, spec_of
 from eventlog.blocks import ContentBlock
 from eventlog.codec import encode
-from eventlog.errors import ClewError, ModelError
+from eventlog.errors import ModelError
 from eventlog.events import (
     ModelFailed,
     ModelRequested,
@@ -41,10 +42,6 @@ from eventlog.ids import stable_hash
 from eventlog.records import StoredEvent
 
 Answer = ModelResponded | ModelFailed
-
-
-class NotRecorded(ClewError):
-    """A rerun's tool call has no recorded result and no live tool was given."""
 
 
 @dataclass

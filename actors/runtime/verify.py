@@ -23,6 +23,7 @@ from actors.tasks.agreement import disagreements, run_wal_name
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError, IntegrityError
+from eventlog.events import ResumedPastDivergence
 from eventlog.ids import owning_main_run, validate_session_id
 from eventlog.store import EventStore
 from projections.usage import Totals
@@ -138,7 +139,16 @@ def usage_problems(
         r.run_id for r in runs if r.run_id == owning_main_run(r.run_id) and flow_of(r.metadata) < 2
     }
     skip = [r.run_id for r in runs if owning_main_run(r.run_id) in legacy]
-    return [str(d) for d in usage_differences(runs, usage_by_run, skip)]
+    differences = usage_differences(runs, usage_by_run, skip)
+    # A run resumed past a divergence keeps the token usage of the calls it abandoned in
+    # its log, while its run_ended counts the calls it went on with: not a problem.
+    return [
+        str(d)
+        for d in differences
+        if not any(
+            isinstance(e.event, ResumedPastDivergence) for e in store.read_run(session_id, d.key)
+        )
+    ]
 
 
 def artifact_problems(store: EventStore, session_id: str) -> list[str]:

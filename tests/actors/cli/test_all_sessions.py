@@ -63,7 +63,8 @@ def test_verify_fails_when_a_task_wal_is_missing(
     main_wal(where, sid).unlink()
     result = invoke(where, "verify", sid)
     assert 1 == result.code
-    assert f"task WAL {sid}_brain_r1: missing, though run {sid}:brain:r1 planned" in result.out
+    # Flow 2: the WAL is named after the plan's task (the demo's router names it).
+    assert f"task WAL notes-app-plan: missing, though run {sid}:brain:r1 planned" in result.out
 
 
 def test_version_prints_one_line(empty: Where) -> None:

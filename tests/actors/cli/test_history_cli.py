@@ -98,12 +98,13 @@ def test_fork_at_a_relative_node_id_and_diff_two_nodes_of_one_session(
     assert 0 == again.code, again.err
     assert f"{sid}:brain:r1:n1" == again.json()["fork_from_node_id"]
 
-    nodes = invoke(where, "diff", sid, "brain:r1:n2", "brain:r1:n4", "--json")
+    nodes = invoke(where, "diff", sid, "brain:r1:n2", "brain:r1:n6", "--json")
     assert 1 == nodes.code
     result = nodes.json()
     assert 2 == result["common_nodes"]
     assert [] == result["a"]["nodes_after"]
-    assert ["user/child_result", "assistant/message"] == [
+    # flow 2: the board before and after the workers, their results, the answer
+    assert ["user/task_board", "user/task_board", "user/child_result", "assistant/message"] == [
         n["what"] for n in result["b"]["nodes_after"]
     ]
     # the fork's history is the parent's up to that node, and has none of its work

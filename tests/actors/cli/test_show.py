@@ -221,7 +221,7 @@ def test_fit_leaves_lines_that_fit_alone() -> None:
 @pytest.fixture(scope="module")
 def sixty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Where, str]]:
     """60 questions in one session (the demo team and its scripted model): ~6,000 events,
-    1,080 nodes, 300 runs."""
+    1,200 nodes, 300 runs."""
     base = tmp_path_factory.mktemp("sixty")
     where = Where(base / "home", base / "project")
     where.project.mkdir()
@@ -267,7 +267,7 @@ def test_show_puts_the_active_node_on_the_first_screen_of_a_pty(sixty: tuple[Whe
     rows = _screen_lines(output)
     _assert_active_on_first_screen(rows, _active(where, sid))
     assert rows[2].startswith("⋯ ") and "earlier runs folded (brain:r1 … " in rows[2]
-    assert f"{sid} · 1,080 nodes · {QUESTIONS} runs · active brain:r60:n4" in rows[0]
+    assert f"{sid} · 1,200 nodes · {QUESTIONS} runs · active brain:r60:n6" in rows[0]
 
 
 def test_show_after_switching_to_an_early_node_still_shows_it_first(

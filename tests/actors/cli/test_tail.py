@@ -48,7 +48,7 @@ def test_tail_prints_one_line_per_event_with_seq_time_agent_type_and_summary(
     first_tool = by_type["tool_call_started"][0]
     assert "(researcher)" in first_tool or "(engineer)" in first_tool, first_tool
     assert "lookup {" in first_tool
-    assert "scripted:demo 20→87 tokens end_turn" in by_type["model_responded"][0]
+    assert "scripted:demo 20→94 tokens end_turn" in by_type["model_responded"][0]
     assert "→ w1 (researcher): Part 1 of the work" in by_type["handoff_sent"][0]
     assert lines[-1].split()[2:4] == ["brain", "run_ended"]
     assert "completed, 1 turns" in lines[-1]

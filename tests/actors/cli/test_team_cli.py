@@ -110,7 +110,7 @@ def test_run_with_a_team_file_records_the_team_and_prints_the_typed_output(
     assert inputs.team is not None
     assert ["researcher", "writer", "critic"] == [r.name for r in inputs.team.roles]
     assert inputs.team.router is not None
-    assert ("Prefer one worker.", 3) == (inputs.team.router.instructions, inputs.inputs_version)
+    assert ("Prefer one worker.", 5) == (inputs.team.router.instructions, inputs.inputs_version)
     assert 0 == invoke(empty, "replay", doc["session_id"]).code
 
 

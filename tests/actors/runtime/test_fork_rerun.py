@@ -25,7 +25,7 @@ from actors.errors import UsageError
 from actors.models.providers import HttpOptions, OpenAIChatModel, RetryPolicy
 from actors.models.tools import FunctionTool
 from actors.orchestration import artifact_tool
-from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM, WORKER_SYSTEM
+from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM_V2, WORKER_SYSTEM
 from actors.orchestration.team import Role, Team
 from actors.replay.inputs import RunInputs
 from actors.replay.recording import run_started_of
@@ -262,7 +262,7 @@ def provider(path: str, request: Any) -> Reply:
     """Answer by system prompt; a worker looks its topic up, then says what it found."""
     messages = request["messages"]
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-    if system == ROUTER_SYSTEM:
+    if system == ROUTER_SYSTEM_V2:  # new runs follow flow 2
         return Reply(body=openai_reply(json.dumps(PLAN)))
     if system == WORKER_SYSTEM:
         topic = "alpha" if "topic=alpha" in json.dumps(request) else "beta"
