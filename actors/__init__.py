@@ -13,6 +13,7 @@ spans of each run) · ``cli/`` (the ``clew`` command) · ``errors`` · ``demo``.
 from actors.errors import (
     AlreadyDecided,
     ArchivedSession,
+    DeleteRefused,
     Divergence,
     NeedsResume,
     NothingToCancel,
@@ -83,6 +84,7 @@ from eventlog.blocks import (
 )
 from eventlog.errors import (
     ClewError,
+    DeletedSession,
     IntegrityError,
     InvalidSessionId,
     ModelError,
@@ -120,6 +122,8 @@ __all__ = [
     "ContentBlock",
     "ContextRef",
     "Decision",
+    "DeleteRefused",
+    "DeletedSession",
     "Deny",
     "Divergence",
     "Edit",
