@@ -29,8 +29,16 @@ from eventlog.store import SessionDeletion
 Conn = psycopg.Connection[Any]
 
 
+def _has_audit(conn: Conn) -> bool:
+    """False on a schema older than the audit (a read-only store does not migrate)."""
+    row = conn.execute("SELECT to_regclass('deleted_sessions') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
 def read_deletion(conn: Conn, session_id: str) -> SessionDeletion | None:
     """Return the last audit row of ``session_id``, or None."""
+    if not _has_audit(conn):
+        return None
     row = conn.execute(
         f"SELECT {AUDIT_COLUMNS} FROM deleted_sessions WHERE session_id = %s"
         " ORDER BY deleted_at DESC LIMIT 1",
@@ -41,6 +49,8 @@ def read_deletion(conn: Conn, session_id: str) -> SessionDeletion | None:
 
 def list_deletions(conn: Conn) -> list[SessionDeletion]:
     """Return every audit row, oldest first."""
+    if not _has_audit(conn):
+        return []
     rows = conn.execute(f"SELECT {AUDIT_COLUMNS} FROM deleted_sessions ORDER BY deleted_at")
     return [from_audit_row(r) for r in rows]
 

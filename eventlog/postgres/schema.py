@@ -157,6 +157,9 @@ MIGRATIONS: list[str] = [
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The oldest version a read-only store reads without migrating it (version 1 lacks only
+#: the ``deleted_sessions`` audit: no deletion is recorded there).
+OLDEST_READABLE = 1
 
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS clew_schema (version INTEGER NOT NULL)"
 

@@ -18,7 +18,7 @@ from eventlog.postgres.append import BatchAppend, FaultHook
 from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import Connections, redact, translate_errors
 from eventlog.postgres.reads import PostgresReads
-from eventlog.postgres.schema import SCHEMA_VERSION, check_not_newer, migrate, schema_version
+from eventlog.postgres.schema import OLDEST_READABLE, check_not_newer, migrate, schema_version
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.store import SessionDeletion
 
@@ -56,7 +56,7 @@ class PostgresStore(PostgresReads):
                     version = schema_version(conn)
                     conn.rollback()
                     check_not_newer(version)
-                    if version < SCHEMA_VERSION:
+                    if version < OLDEST_READABLE:
                         raise StoreError(
                             f"cannot read {redact(url)} read-only: clew's tables are not there"
                             f" (schema version {version}); open it once where it is writable"
