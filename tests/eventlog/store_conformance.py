@@ -806,3 +806,26 @@ class StoreConformance:
         ]
         with pytest.raises(DeletedSession, match="2026-01-03"):
             store.read_session(SID)
+
+    def test_deleting_keeps_an_artifact_another_session_references(
+        self, make_store: StoreFactory
+    ) -> None:
+        store = make_store(artifact_threshold=1024)
+        if not isinstance(store, DeletesSessions):
+            pytest.skip("this backend cannot delete sessions")
+        big = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            role="tool",
+            content=[JsonBlock(data={"rows": ["x" * 100] * 40})],
+        )
+        append(store, created(), created(OTHER))
+        art = append(store, appended(big))[0].event
+        assert isinstance(art, ArtifactCreated)
+        append(store, appended(node("o1", text=f"see {art.path}"), sid=OTHER))
+
+        deletion = store.delete_session(SID)
+
+        assert (1, 1) == (deletion.artifacts, deletion.artifacts_kept)
+        assert encode({"rows": ["x" * 100] * 40}) == store.artifacts.read(art.path)
