@@ -783,7 +783,9 @@ class StoreConformance:
         with pytest.raises(StoreError):
             store.artifacts.read(art.event.path)
         assert [deletion] == store.list_deletions()
-        assert deletion == make_store().read_deletion(SID)  # durable, seen by a new handle
+        reopened = make_store()
+        assert isinstance(reopened, DeletesSessions)
+        assert deletion == reopened.read_deletion(SID)  # durable, seen by a new handle
         assert 2 == store.check_chain(OTHER).events
         with pytest.raises(DeletedSession):
             store.delete_session(SID)
