@@ -14,6 +14,7 @@ inspector; needs ``clew[ui]``) · ``errors`` · ``demo``.
 from actors.errors import (
     AlreadyDecided,
     ArchivedSession,
+    DeleteRefused,
     Divergence,
     NeedsResume,
     NothingToCancel,
@@ -84,6 +85,7 @@ from eventlog.blocks import (
 )
 from eventlog.errors import (
     ClewError,
+    DeletedSession,
     IntegrityError,
     InvalidSessionId,
     ModelError,
@@ -121,6 +123,8 @@ __all__ = [
     "ContentBlock",
     "ContextRef",
     "Decision",
+    "DeleteRefused",
+    "DeletedSession",
     "Deny",
     "Divergence",
     "Edit",

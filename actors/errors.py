@@ -128,6 +128,11 @@ class StillWaiting(Refused):
     """A resume of a waiting session before every pending request was decided."""
 
 
+class DeleteRefused(Refused):
+    """``delete_session`` refused without ``force``: the session runs (a live process owns
+    it), waits for a decision, or has forked sessions that read through it."""
+
+
 class ProjectDirGone(Refused):
     """The project directory a session was created in (its Task WALs' home) is gone."""
 

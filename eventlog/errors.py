@@ -45,6 +45,11 @@ class UnknownSession(Refused, StoreError):
     """The session id is well formed but no such session exists in the store."""
 
 
+class DeletedSession(UnknownSession):
+    """The session id names a session that was deleted (``clew delete``): the message says
+    when, from the store's ``deleted_sessions`` audit table."""
+
+
 class ReadOnlyStore(Refused, StoreError):
     """A write was asked of a store or runtime opened read-only: nothing was written."""
 

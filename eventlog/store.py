@@ -132,27 +132,48 @@ class EventStore(Protocol):
 
 
 class SessionDeletion(msgspec.Struct, frozen=True, kw_only=True):
-    """What deleting a session removed (counts only: no content)."""
+    """What deleting a session removed (counts only: no content): the store's reply to
+    ``delete_session`` and a row of its ``deleted_sessions`` audit table."""
 
     session_id: str
     events: int
     nodes: int
     agents: int
     runs: int
+    #: Artifact rows of the session.
     artifacts: int
+    #: When (the caller's clock; the store's wall clock when none was given).
+    deleted_at: str = ""
+    #: Artifact blobs/files kept because another session (a fork) references them.
+    artifacts_kept: int = 0
+    #: Task WALs removed (the caller's count for file WALs; the ``task_wal`` table's).
+    task_wals: int = 0
 
 
 @runtime_checkable
 class DeletesSessions(Protocol):
-    """A store that can delete a session for good (the SQLite store can).
+    """A store that can delete a session for good (both backends can).
 
     Only the writer actor calls it (``Writer.delete_session``), like an append.
     """
 
-    def delete_session(self, session_id: str) -> SessionDeletion:
-        """Remove the session's events, materialised rows and artifact files.
+    def delete_session(
+        self, session_id: str, *, deleted_at: str = "", task_wals: int = 0
+    ) -> SessionDeletion:
+        """Remove the session's events, materialised rows and the artifacts no other
+        session references, and record the deletion in ``deleted_sessions`` (same
+        transaction); ``task_wals`` is the caller's count of file WALs it removes.
 
         Raises:
+            DeletedSession: the session was deleted already.
             UnknownSession: no such session.
         """
+        ...
+
+    def read_deletion(self, session_id: str) -> SessionDeletion | None:
+        """Return the last recorded deletion of ``session_id``, or None."""
+        ...
+
+    def list_deletions(self) -> list[SessionDeletion]:
+        """Return every recorded deletion, oldest first."""
         ...

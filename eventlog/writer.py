@@ -44,6 +44,8 @@ class DeleteSession(msgspec.Struct, frozen=True, tag="delete_session"):
     """Writer handle → actor: commit what is queued, then delete the session for good."""
 
     session_id: str
+    deleted_at: str = ""
+    task_wals: int = 0
 
 
 #: Every message the writer actor accepts.
@@ -170,13 +172,13 @@ class _WriterActor(pykka.ThreadingActor):
 
     def on_receive(self, message: WriterMessage) -> int | SessionDeletion:
         match message:
-            case DeleteSession(session_id=sid):
+            case DeleteSession(session_id=sid, deleted_at=at, task_wals=wals):
                 # Everything queued before the deletion commits first (or fails with it).
                 self._wake_flag.pending = False
                 self._drain()
                 if not isinstance(self._store, DeletesSessions):
                     raise StoreError("this store cannot delete sessions")
-                return self._store.delete_session(sid)
+                return self._store.delete_session(sid, deleted_at=at, task_wals=wals)
             case Wake() | Flush():
                 # Clear the flag *before* draining: a producer that enqueues after this
                 # point either sees the flag clear (and wakes us again) or is drained now.
@@ -331,9 +333,17 @@ class Writer:
             return
         self._ref.ask(_FLUSH, timeout=timeout)
 
-    def delete_session(self, session_id: str, timeout: float | None = 60.0) -> SessionDeletion:
+    def delete_session(
+        self,
+        session_id: str,
+        timeout: float | None = 60.0,
+        *,
+        deleted_at: str = "",
+        task_wals: int = 0,
+    ) -> SessionDeletion:
         """Delete the session for good, on the writer's connection, after everything
-        submitted before this call has committed; return what was removed.
+        submitted before this call has committed; return what was removed (also recorded
+        in the store's ``deleted_sessions``, at ``deleted_at``: the caller's clock).
 
         This is the one deletion entry point (``ClewSaver.delete_thread`` uses it; a
         ``clew delete`` builds its checks and audit on it).
@@ -348,7 +358,10 @@ class Writer:
         if self._stopped or self._ref is None:
             raise StoreError("the storage writer is stopped")
         try:
-            deletion = self._ref.ask(DeleteSession(session_id), timeout=timeout)
+            deletion = self._ref.ask(
+                DeleteSession(session_id, deleted_at=deleted_at, task_wals=task_wals),
+                timeout=timeout,
+            )
         except pykka.ActorDeadError as e:
             raise StoreError("the storage writer is stopped") from e
         assert isinstance(deletion, SessionDeletion)

@@ -19,10 +19,11 @@ from typing import Final
 import typer
 
 from actors.errors import AmbiguousId, UsageError
+from eventlog.deletions import deleted_error
 from eventlog.errors import ClewError, UnknownSession, quoted
 from eventlog.ids import qualified, relative, validate_session_id
 from eventlog.sqlite import SQLiteStore
-from eventlog.store import EventStore
+from eventlog.store import DeletesSessions, EventStore
 
 #: What names the newest session of the home.
 LAST: Final = "last"
@@ -69,7 +70,7 @@ def resolve_session(store: EventStore, typed: str) -> str:
 
     Raises:
         InvalidSessionId: ``typed`` holds characters no session id has.
-        UnknownSession: no session matches.
+        UnknownSession: no session matches (``DeletedSession``: it was deleted).
         AmbiguousId: several sessions start with ``typed``.
     """
     sid = validate_session_id(typed)
@@ -82,7 +83,8 @@ def resolve_session(store: EventStore, typed: str) -> str:
         return rows[-1].session_id  # oldest first: the last is the newest
     found = pick("session", sid, [r.session_id for r in rows])
     if found is None:
-        raise UnknownSession(f"unknown session {sid}")
+        gone = store.read_deletion(sid) if isinstance(store, DeletesSessions) else None
+        raise deleted_error(gone) if gone else UnknownSession(f"unknown session {sid}")
     return found
 
 

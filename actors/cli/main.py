@@ -17,6 +17,7 @@ import typer
 from actors.cli import (
     check_commands,
     copy_command,
+    delete_command,
     history_commands,
     hitl_commands,
     live_commands,
@@ -49,6 +50,7 @@ COMMAND_MODULES = (
     usage_command,
     history_commands,
     session_commands,
+    delete_command,
 )
 
 

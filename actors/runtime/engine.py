@@ -77,7 +77,7 @@ def runs_in_progress() -> bool:
 class Engine:
     """Store, writer, locks, task managers and seams of one open clew home."""
 
-    def __init__(
+    def __init__(  # long: one open clew home's every part, each with why it is there
         self,
         home: Path,
         project_dir: Path,

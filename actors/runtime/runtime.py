@@ -21,7 +21,7 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
 from actors.replay.report import ReplayReport
-from actors.runtime import cancelling, replayer, retry, runs, switching
+from actors.runtime import cancelling, deleting, replayer, retry, runs, switching
 from actors.runtime import follow as following
 from actors.runtime import resume as resuming
 from actors.runtime import verify as verifying
@@ -46,7 +46,7 @@ from eventlog.ids import IdSource, brain_agent_id, validate_session_id
 from eventlog.locations import is_postgres_url
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.sqlite import Durability
-from eventlog.store import EventStore
+from eventlog.store import EventStore, SessionDeletion
 from eventlog.wals import TaskWals
 from eventlog.writer import Writer
 
@@ -282,6 +282,15 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
     def archive(self, session_id: str, reason: str = "") -> bool:
         """Archive the session (``session_archived``); see :meth:`Session.archive`."""
         return archive_session(self._engine, session_id, reason)
+
+    def delete_session(self, session_id: str, force: bool = False) -> SessionDeletion:
+        """Delete the session for good (:mod:`actors.runtime.deleting`, docs/runtime.md).
+
+        Raises:
+            DeleteRefused: it runs, waits or has forks, and not ``force``.
+            DeletedSession, UnknownSession: deleted already, or no such session.
+        """
+        return deleting.delete_session(self._engine, session_id, force=force)
 
     def session_dir(self, session_id: str) -> Path:
         """Return the session's project directory (where its Task WALs live).

@@ -17,9 +17,11 @@ import psycopg
 
 from eventlog.blocks import ContentBlock
 from eventlog.codec import decode_event
+from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
 from eventlog.ids import validate_session_id
 from eventlog.postgres.connections import Connections, translate_errors
+from eventlog.postgres.deletion import list_deletions, read_deletion
 from eventlog.records import (
     AgentRow,
     ArtifactRow,
@@ -30,6 +32,7 @@ from eventlog.records import (
     StoredEvent,
 )
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
+from eventlog.store import SessionDeletion
 
 _blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
@@ -75,8 +78,24 @@ class PostgresReads:
     def _require(self, session_id: str) -> str:
         sid = validate_session_id(session_id)
         if not self.session_exists(sid):
-            raise UnknownSession(f"unknown session {sid}")
+            raise self._unknown(sid)
         return sid
+
+    def _unknown(self, sid: str) -> UnknownSession:
+        """``DeletedSession`` (saying when) for a deleted session, else ``UnknownSession``."""
+        gone = self.read_deletion(sid)
+        return deleted_error(gone) if gone else UnknownSession(f"unknown session {sid}")
+
+    def read_deletion(self, session_id: str) -> SessionDeletion | None:
+        """Return the last recorded deletion of ``session_id`` (validated), or None."""
+        sid = validate_session_id(session_id)
+        with translate_errors("reading"):
+            return read_deletion(self._connections.reader(), sid)
+
+    def list_deletions(self) -> list[SessionDeletion]:
+        """Return every recorded deletion (``deleted_sessions``), oldest first."""
+        with translate_errors("reading"):
+            return list_deletions(self._connections.reader())
 
     def _events(
         self, where: str, params: Sequence[Any], tail: str = "ORDER BY seq"
@@ -252,7 +271,7 @@ class PostgresReads:
         sid = validate_session_id(session_id)
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = %s", (sid,))
         if not rows:
-            raise UnknownSession(f"unknown session {sid}")
+            raise self._unknown(sid)
         return self._session_row(rows[0])
 
     def list_sessions(self) -> list[SessionRow]:

@@ -139,10 +139,27 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (session_id, name, seq)
     );
     """,
+    """
+    CREATE TABLE deleted_sessions (
+        session_id TEXT NOT NULL,
+        deleted_at TEXT NOT NULL,
+        events BIGINT NOT NULL,
+        nodes BIGINT NOT NULL,
+        agents BIGINT NOT NULL,
+        runs BIGINT NOT NULL,
+        artifacts BIGINT NOT NULL,
+        artifacts_kept BIGINT NOT NULL,
+        task_wals BIGINT NOT NULL
+    );
+    CREATE INDEX deleted_sessions_by_id ON deleted_sessions (session_id);
+    """,
 ]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The oldest version a read-only store reads without migrating it (version 1 lacks only
+#: the ``deleted_sessions`` audit: no deletion is recorded there).
+OLDEST_READABLE = 1
 
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS clew_schema (version INTEGER NOT NULL)"
 

@@ -13,12 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
+from eventlog.postgres import deletion
 from eventlog.postgres.append import BatchAppend, FaultHook
 from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import Connections, redact, translate_errors
 from eventlog.postgres.reads import PostgresReads
-from eventlog.postgres.schema import SCHEMA_VERSION, check_not_newer, migrate, schema_version
+from eventlog.postgres.schema import OLDEST_READABLE, check_not_newer, migrate, schema_version
 from eventlog.records import AppendRequest, StoredEvent
+from eventlog.store import SessionDeletion
 
 if TYPE_CHECKING:
     from eventlog.store import EventStore
@@ -54,7 +56,7 @@ class PostgresStore(PostgresReads):
                     version = schema_version(conn)
                     conn.rollback()
                     check_not_newer(version)
-                    if version < SCHEMA_VERSION:
+                    if version < OLDEST_READABLE:
                         raise StoreError(
                             f"cannot read {redact(url)} read-only: clew's tables are not there"
                             f" (schema version {version}); open it once where it is writable"
@@ -90,6 +92,24 @@ class PostgresStore(PostgresReads):
             why = f"{redact(self.url)} is open read-only: writing is refused"
             return [ReadOnlyStore(why) for _ in requests]
         return self._append.append_batch(requests)
+
+    def delete_session(
+        self, session_id: str, *, deleted_at: str = "", task_wals: int = 0
+    ) -> SessionDeletion:
+        """Delete the session for good (:mod:`eventlog.postgres.deletion`): its rows, its
+        blobs no other session references, its ``task_wal`` rows; record it in
+        ``deleted_sessions``. Only the writer actor calls it, like an append.
+
+        Raises:
+            ReadOnlyStore: the store is open read-only.
+            DeletedSession: it was deleted already.
+            UnknownSession: no such session.
+        """
+        if self.read_only:
+            raise ReadOnlyStore(f"{redact(self.url)} is open read-only: deleting is refused")
+        return deletion.delete_session(
+            self._connections.writer(), session_id, deleted_at=deleted_at, task_wals=task_wals
+        )
 
     def close(self) -> None:
         """Close every connection."""

@@ -113,14 +113,18 @@ class BatchAppend:
         self._valid_sids: set[str] = set()
         self._insert_sqls: dict[str, str] = {}
 
-    def delete_session(self, session_id: str) -> SessionDeletion:
+    def delete_session(
+        self, session_id: str, *, deleted_at: str = "", task_wals: int = 0
+    ) -> SessionDeletion:
         """Delete the session (:func:`~eventlog.sqlite.deletion.delete_session_rows`) and
-        drop what this writer cached of it, then remove its artifact files."""
+        drop what this writer cached of it, then remove its unreferenced artifact files."""
         try:
-            deletion = delete_session_rows(self._connect(), session_id)
+            deletion, keep = delete_session_rows(
+                self._connect(), session_id, deleted_at=deleted_at, task_wals=task_wals
+            )
         finally:
             self._counters.drop(session_id)
-        delete_artifact_files(self.artifacts.root, session_id)
+        delete_artifact_files(self.artifacts.root, session_id, keep)
         return deletion
 
     def append_batch(

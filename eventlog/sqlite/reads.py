@@ -23,6 +23,7 @@ import msgspec
 
 from eventlog.blocks import ContentBlock
 from eventlog.codec import decode_event
+from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
 from eventlog.ids import validate_session_id
 from eventlog.records import (
@@ -36,7 +37,9 @@ from eventlog.records import (
 )
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.sqlite.connections import Connections
+from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.transaction import translate_errors
+from eventlog.store import SessionDeletion
 
 _blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
@@ -128,8 +131,26 @@ class SQLiteReads:
     def _require(self, session_id: str) -> str:
         sid = validate_session_id(session_id)
         if not self.session_exists(sid):
-            raise UnknownSession(f"unknown session {sid}")
+            raise self._unknown(sid)
         return sid
+
+    def _unknown(self, sid: str) -> UnknownSession:
+        """The error for a session that is not stored: ``DeletedSession`` (saying when)
+        for one the audit table records as deleted."""
+        with translate_errors("reading"):
+            gone = read_deletion(self._connections.reader(), sid)
+        return deleted_error(gone) if gone else UnknownSession(f"unknown session {sid}")
+
+    def read_deletion(self, session_id: str) -> SessionDeletion | None:
+        """Return the last recorded deletion of ``session_id`` (validated), or None."""
+        sid = validate_session_id(session_id)
+        with translate_errors("reading"):
+            return read_deletion(self._connections.reader(), sid)
+
+    def list_deletions(self) -> list[SessionDeletion]:
+        """Return every recorded deletion (``deleted_sessions``), oldest first."""
+        with translate_errors("reading"):
+            return list_deletions(self._connections.reader())
 
     def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
         """Run an events query and decode its rows (the hot read path: kept inline)."""
@@ -362,7 +383,7 @@ class SQLiteReads:
         sid = validate_session_id(session_id)
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
         if not rows:
-            raise UnknownSession(f"unknown session {sid}")
+            raise self._unknown(sid)
         return self._session_row(rows[0])
 
     def list_sessions(self) -> list[SessionRow]:

@@ -103,6 +103,22 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX artifacts_by_session ON artifacts(session_id);
     """,
     _chain_the_events,
+    # Version 3: the audit of deleted sessions (counts and time, never content); an id
+    # made again and deleted again has one row per deletion.
+    """
+    CREATE TABLE deleted_sessions (
+        session_id TEXT NOT NULL,
+        deleted_at TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        nodes INTEGER NOT NULL,
+        agents INTEGER NOT NULL,
+        runs INTEGER NOT NULL,
+        artifacts INTEGER NOT NULL,
+        artifacts_kept INTEGER NOT NULL,
+        task_wals INTEGER NOT NULL
+    );
+    CREATE INDEX deleted_sessions_by_id ON deleted_sessions(session_id);
+    """,
 ]
 
 #: The schema version this code writes.

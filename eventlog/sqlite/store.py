@@ -119,18 +119,22 @@ class SQLiteStore(SQLiteReads):
             return [ReadOnlyStore(why) for _ in requests]
         return self._append.append_batch(requests)
 
-    def delete_session(self, session_id: str) -> SessionDeletion:
-        """Delete the session for good: its tables, rows and artifact files.
+    def delete_session(
+        self, session_id: str, *, deleted_at: str = "", task_wals: int = 0
+    ) -> SessionDeletion:
+        """Delete the session for good: its tables, rows and the artifact files no other
+        session references; record it in ``deleted_sessions`` (time and counts only).
 
         Only the writer actor calls it (``Writer.delete_session``), like an append.
 
         Raises:
             ReadOnlyStore: the store is open read-only.
+            DeletedSession: it was deleted already.
             UnknownSession: no such session.
         """
         if self.read_only:
             raise ReadOnlyStore(f"{self.path} is open read-only: deleting is refused")
-        return self._append.delete_session(session_id)
+        return self._append.delete_session(session_id, deleted_at=deleted_at, task_wals=task_wals)
 
     def close(self) -> None:
         """Close the write connection and this thread's reader."""

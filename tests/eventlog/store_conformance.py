@@ -31,7 +31,13 @@ from hypothesis import strategies as st
 
 from eventlog.blocks import ArtifactRefBlock, JsonBlock, TextBlock
 from eventlog.codec import encode
-from eventlog.errors import ClewError, InvalidSessionId, StoreError, UnknownSession
+from eventlog.errors import (
+    ClewError,
+    DeletedSession,
+    InvalidSessionId,
+    StoreError,
+    UnknownSession,
+)
 from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
@@ -55,7 +61,7 @@ from eventlog.records import (
     SessionRow,
     StoredEvent,
 )
-from eventlog.store import EventStore
+from eventlog.store import DeletesSessions, EventStore
 from tests.strategies import events
 
 SID = "sess_20260101_000000_a1b2"
@@ -744,3 +750,84 @@ class StoreConformance:
         reader = make_store()
         assert [1, 2] == [e.seq for e in reader.read_events(SID)]
         reader.close()
+
+    # --- deleting a session -----------------------------------------------------------------
+
+    def test_deleting_a_session_removes_it_records_the_audit_and_keeps_the_other(
+        self, make_store: StoreFactory
+    ) -> None:
+        store = make_store(artifact_threshold=1024)
+        if not isinstance(store, DeletesSessions):
+            pytest.skip("this backend cannot delete sessions")
+        append(store, created(), created(OTHER))
+        big = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            role="tool",
+            content=[JsonBlock(data={"rows": ["x" * 100] * 40})],
+        )
+        art = append(store, appended(big))[0]
+        append(store, appended(node("o1"), sid=OTHER))
+        assert isinstance(art.event, ArtifactCreated)
+
+        deletion = store.delete_session(SID, deleted_at="2026-01-02T00:00:00+00:00")
+
+        assert (3, 1, 1, 0) == (deletion.events, deletion.nodes, deletion.artifacts, 0)
+        assert [OTHER] == [s.session_id for s in store.list_sessions()]
+        assert not store.session_exists(SID)
+        with pytest.raises(DeletedSession, match=f"session {SID} was deleted at 2026-01-02"):
+            store.read_session(SID)
+        with pytest.raises(DeletedSession):
+            store.read_events(SID)
+        with pytest.raises(StoreError):
+            store.artifacts.read(art.event.path)
+        assert [deletion] == store.list_deletions()
+        reopened = make_store()
+        assert isinstance(reopened, DeletesSessions)
+        assert deletion == reopened.read_deletion(SID)  # durable, seen by a new handle
+        assert 2 == store.check_chain(OTHER).events
+        with pytest.raises(DeletedSession):
+            store.delete_session(SID)
+        with pytest.raises(UnknownSession, match="unknown session"):
+            store.delete_session("sess_20260101_000009_ffff")
+
+    def test_a_deleted_id_can_be_made_again_and_deleted_again(
+        self, make_store: StoreFactory
+    ) -> None:
+        store = make_store()
+        if not isinstance(store, DeletesSessions):
+            pytest.skip("this backend cannot delete sessions")
+        append(store, created())
+        store.delete_session(SID, deleted_at="2026-01-02T00:00:00+00:00")
+        append(store, created(), appended(node("n1")))
+        assert 2 == store.count_events(SID)
+        store.delete_session(SID, deleted_at="2026-01-03T00:00:00+00:00")
+        assert ["2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00"] == [
+            d.deleted_at for d in store.list_deletions()
+        ]
+        with pytest.raises(DeletedSession, match="2026-01-03"):
+            store.read_session(SID)
+
+    def test_deleting_keeps_an_artifact_another_session_references(
+        self, make_store: StoreFactory
+    ) -> None:
+        store = make_store(artifact_threshold=1024)
+        if not isinstance(store, DeletesSessions):
+            pytest.skip("this backend cannot delete sessions")
+        big = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            role="tool",
+            content=[JsonBlock(data={"rows": ["x" * 100] * 40})],
+        )
+        append(store, created(), created(OTHER))
+        art = append(store, appended(big))[0].event
+        assert isinstance(art, ArtifactCreated)
+        append(store, appended(node("o1", text=f"see {art.path}"), sid=OTHER))
+
+        deletion = store.delete_session(SID)
+
+        assert (1, 1) == (deletion.artifacts, deletion.artifacts_kept)
+        assert encode({"rows": ["x" * 100] * 40}) == store.artifacts.read(art.path)

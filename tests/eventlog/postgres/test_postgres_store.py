@@ -11,15 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from _processes import child_env
 
 from eventlog import open_store
-from eventlog.errors import ReadOnlyStore, StoreError
+from eventlog.errors import DeletedSession, ReadOnlyStore, StoreError, UnknownSession
 from eventlog.events import ArtifactCreated
 from eventlog.postgres import PostgresStore
 from eventlog.store import EventStore
 from tests.eventlog.store_conformance import (
+    OTHER,
     SID,
     StoreConformance,
     StoreFactory,
@@ -125,3 +127,23 @@ def test_an_unreachable_server_is_one_store_error_without_the_password() -> None
     with pytest.raises(StoreError) as caught:
         PostgresStore("postgresql://u:secret@127.0.0.1:1/db")
     assert "secret" not in str(caught.value)
+
+
+def test_read_only_reads_a_schema_1_database_without_the_deletion_audit(pg_url: str) -> None:
+    writer = PostgresStore(pg_url)
+    append(writer, created())
+    writer.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as clew 0.x left it
+        conn.execute("DROP TABLE deleted_sessions")
+        conn.execute("UPDATE clew_schema SET version = 1")
+    reader = PostgresStore(pg_url, read_only=True)
+    assert [SID] == [s.session_id for s in reader.list_sessions()]
+    assert [] == reader.list_deletions()
+    with pytest.raises(UnknownSession, match="unknown session"):
+        reader.read_session(OTHER)
+    reader.close()
+    migrated = PostgresStore(pg_url)  # a writable open adds the audit table
+    migrated.delete_session(SID, deleted_at="2026-01-02T00:00:00+00:00")
+    with pytest.raises(DeletedSession, match="was deleted at 2026-01-02"):
+        migrated.read_session(SID)
+    migrated.close()

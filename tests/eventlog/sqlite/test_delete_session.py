@@ -45,11 +45,17 @@ def test_deleting_a_session_drops_its_tables_rows_and_artifacts(
     store.artifacts.write("gone", b'{"big": 1}')
     assert (tmp_path / "artifacts" / "gone").is_dir()
 
-    deletion = writer.delete_session("gone")
+    deletion = writer.delete_session("gone", deleted_at="2026-01-02T00:00:00+00:00")
 
-    assert SessionDeletion(session_id="gone", events=4, nodes=2, agents=0, runs=0, artifacts=0) == (
-        deletion
-    )
+    assert SessionDeletion(
+        session_id="gone",
+        events=4,
+        nodes=2,
+        agents=0,
+        runs=0,
+        artifacts=0,
+        deleted_at="2026-01-02T00:00:00+00:00",
+    ) == (deletion)
     assert not store.session_exists("gone")
     assert ["kept"] == [s.session_id for s in store.list_sessions()]
     names = set(tables(tmp_path / "sessions.sqlite"))
