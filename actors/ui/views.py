@@ -297,7 +297,7 @@ def dag_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     except ClewError as e:
         return {"dags": [], "error": str(e)}
     dags = []
-    for wal, tasks in inspect_wals(project, sid, rt.main_runs(sid)):
+    for wal, tasks in inspect_wals(project, sid, rt.wal_names(sid), wals=rt.task_wals(sid)):
         dags.append(
             {
                 "wal": wal.name,

@@ -48,8 +48,10 @@ def test_the_tree_holds_every_node_the_active_path_and_kinds(
     doc = client.get(f"/api/sessions/{shared.demo}/tree").json()
     nodes = shared_rt.store.read_nodes(shared.demo)
     assert len(nodes) == len(doc["nodes"])
-    assert "brain:r1:n4" == doc["active_node_id"] == doc["active_path"][-1]
-    assert ["brain:r1:n1", "brain:r1:n2", "brain:r1:n3", "brain:r1:n4"] == doc["active_path"]
+    assert "brain:r1:n6" == doc["active_node_id"] == doc["active_path"][-1]
+    # flow 2: the request, the plan, the board, the board after the workers, their
+    # results, the answer
+    assert [f"brain:r1:n{i}" for i in range(1, 7)] == doc["active_path"]
     assert ["brain:r1:n2", "brain:r1:n1", "brain", "assistant", "plan_instruction"] == next(
         row for row in doc["nodes"] if row[0] == "brain:r1:n2"
     )
