@@ -54,8 +54,8 @@ def test_the_sessions_list_opens_a_demo_session_its_tree_and_dag(
     page.click(f'#sessions tr[data-sid="{shared.demo}"] a')
     page.wait_for_selector("#tree .node.active")
     on_path = page.locator("#tree .node.on-path").evaluate_all("ns => ns.map(n => n.dataset.node)")
-    assert ["brain:r1:n1", "brain:r1:n2", "brain:r1:n3", "brain:r1:n4"] == on_path
-    assert "brain:r1:n4" == page.locator("#tree .node.active").get_attribute("data-node")
+    assert [f"brain:r1:n{i}" for i in range(1, 7)] == on_path  # flow 2: board nodes too
+    assert "brain:r1:n6" == page.locator("#tree .node.active").get_attribute("data-node")
     # A worker's chain starts folded; unfolding it shows its nodes.
     worker = page.locator('#tree .node[data-node="brain:r1/w1:r1:n1"]')
     assert "false" == worker.locator(".fold").get_attribute("aria-expanded")
@@ -114,7 +114,7 @@ def test_a_live_run_shows_up_while_the_page_is_open(page: Any, tmp_path: Path) -
             page.wait_for_selector('#timeline tr[data-seq="60"]')
             page.wait_for_selector("#head .badge.st-completed")
             assert "completed" == handle.result().status
-            page.wait_for_selector('#tree .node.active[data-node="brain:r1:n4"]')
+            page.wait_for_selector('#tree .node.active[data-node="brain:r1:n6"]')
             page.wait_for_selector('svg.dag .task[data-task="review"][data-status="completed"]')
         finally:
             server.stop()
