@@ -203,3 +203,13 @@ class ArchivedSession(Refused):
 
 class NothingToRetry(Refused):
     """The session's last main run did not fail: there is nothing to retry."""
+
+
+class McpUnavailable(Refused):
+    """An MCP server could not be started, reached or listed (``actors.mcp``), or the
+    ``mcp`` extra is not installed; nothing was done (the message says which and why)."""
+
+
+class McpToolFailed(ToolError):
+    """An MCP tool call failed: the server answered ``isError``, did not answer in time,
+    or the connection broke; recorded as a ``tool_failed`` like any tool's failure."""
