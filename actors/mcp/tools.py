@@ -132,9 +132,7 @@ class McpTools(Sequence[McpTool]):
         #: Set once the session task has left its transport (the child has ended).
         self._ended = threading.Event()
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="clew-mcp", daemon=True
-        )
+        self._thread = threading.Thread(target=self._loop.run_forever, name="clew-mcp", daemon=True)
         self._thread.start()
         ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
         self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
