@@ -199,3 +199,46 @@ def test_importing_actors_does_not_import_mcp() -> None:
         [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True
     )
     assert 0 == done.returncode, done.stderr
+
+
+def test_a_server_that_never_answers_is_refused_at_the_start_timeout() -> None:
+    silent = StdioServer(sys.executable, ["-c", "import time; time.sleep(600)"], label="silent")
+
+    with pytest.raises(McpUnavailable, match=r"'silent' did not start .* within 3 s"):
+        mcp_tools(silent, start_timeout_s=3)
+
+
+def test_idempotent_iff_annotated_read_only_or_idempotent() -> None:
+    from mcp import types  # noqa: PLC0415 - the optional extra
+
+    from actors.mcp.tools import is_idempotent  # noqa: PLC0415 - imports the SDK
+
+    def listed(**hints: bool) -> types.Tool:
+        notes = types.ToolAnnotations(**hints) if hints else None
+        return types.Tool(name="t", inputSchema={"type": "object"}, annotations=notes)
+
+    assert is_idempotent(listed(readOnlyHint=True))
+    assert is_idempotent(listed(idempotentHint=True))
+    assert is_idempotent(listed(readOnlyHint=False, idempotentHint=True))
+    assert not is_idempotent(listed())
+    assert not is_idempotent(listed(readOnlyHint=False, destructiveHint=False))
+    assert not is_idempotent(listed(openWorldHint=True))
+
+
+def test_the_output_of_a_result_without_text() -> None:
+    from mcp import types  # noqa: PLC0415 - the optional extra
+
+    from actors.mcp.tools import output_of  # noqa: PLC0415 - imports the SDK
+
+    text = types.TextContent(type="text", text="a")
+    image = types.ImageContent(type="image", data="AAAA", mimeType="image/png")
+
+    assert "a\nb" == output_of(
+        "t", types.CallToolResult(content=[text, text.model_copy(update={"text": "b"})])
+    )
+    assert {"n": 1} == output_of("t", types.CallToolResult(content=[], structuredContent={"n": 1}))
+    assert "" == output_of("t", types.CallToolResult(content=[]))
+    (block,) = output_of("t", types.CallToolResult(content=[image]))  # type: ignore[misc]
+    assert {"type": "image", "data": "AAAA", "mimeType": "image/png"} == block
+    with pytest.raises(McpToolFailed, match="reported an error"):
+        output_of("t", types.CallToolResult(content=[], isError=True))
