@@ -16,7 +16,7 @@ import pytest
 from _processes import child_env
 from _runtime_helpers import route, rule, run_session, scripted, worker
 
-from actors.errors import McpToolFailed, McpUnavailable, UsageError
+from actors.errors import McpToolFailed, McpUnavailable
 from actors.mcp import StdioServer, mcp_tools
 from actors.runtime.runtime import Runtime
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
@@ -175,11 +175,6 @@ def test_an_unreachable_url_is_refused_within_the_start_timeout() -> None:
     assert url in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_anything_but_a_stdio_server_or_an_http_url_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="StdioServer"):
-        mcp_tools("ftp://example.invalid/mcp")
-
-
 def test_a_closed_tool_set_refuses_calls(notes: Path) -> None:
     ts = mcp_tools(stdio_server(notes), start_timeout_s=120)
     ts.close()
@@ -187,18 +182,6 @@ def test_a_closed_tool_set_refuses_calls(notes: Path) -> None:
 
     with pytest.raises(McpToolFailed, match="closed"):
         ts.call("lookup", {"topic": "clew"})
-
-
-def test_importing_actors_does_not_import_mcp() -> None:
-    code = (
-        "import sys, actors, actors.cli, actors.mcp\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'mcp')\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True
-    )
-    assert 0 == done.returncode, done.stderr
 
 
 def test_a_server_that_never_answers_is_refused_at_the_start_timeout() -> None:
