@@ -18,8 +18,9 @@ from _runtime_helpers import route, rule, run_session, scripted, worker
 
 from actors.errors import McpToolFailed, McpUnavailable
 from actors.mcp import StdioServer, mcp_tools
+from actors.replay.inputs import RunInputs
 from actors.runtime.runtime import Runtime
-from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
+from eventlog.events import RunStarted, ToolCallFinished, ToolCallStarted, ToolFailed
 
 if TYPE_CHECKING:
     from actors.mcp import McpTools
@@ -91,6 +92,12 @@ def test_a_session_records_the_calls_and_replays_without_the_server(
     with mcp_tools(stdio_server(notes), start_timeout_s=120) as ts, Runtime(home, project) as rt:
         done = run_session(rt, "What is clew?", model, tools=ts)  # asserts replay + verify
     assert "completed" == done.outcome.status
+    (brain,) = [r for r in done.of(RunStarted) if r.run_id == done.brain_run]
+    recorded = {t.name: t for t in RunInputs.from_metadata(brain.metadata).tools}
+    assert {t.name: t.spec.parameters for t in ts} == {
+        n: recorded[n].parameters for n in ts.names()
+    }
+    assert (True, False) == (recorded["lookup"].idempotent, recorded["append_note"].idempotent)
     started = done.of(ToolCallStarted)
     assert [("lookup", True), ("append_note", False), ("lookup", True)] == [
         (s.tool_name, s.idempotent) for s in started
