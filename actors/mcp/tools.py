@@ -59,6 +59,13 @@ def _leaf(e: BaseException) -> BaseException:
     return e
 
 
+def _one_line(e: BaseException) -> str:
+    """``Type: message`` of the innermost cause, on one line."""
+    cause = _leaf(e)
+    text = " ".join(str(cause).split())
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
 def is_idempotent(listed: Any) -> bool:
     """True iff the server annotates the tool ``readOnlyHint`` or ``idempotentHint``."""
     notes = getattr(listed, "annotations", None)
@@ -131,6 +138,8 @@ class McpTools(Sequence[McpTool]):
         self._stop: asyncio.Event | None = None
         #: Set once the session task has left its transport (the child has ended).
         self._ended = threading.Event()
+        #: Why calls are refused once the session is over.
+        self._gone = "closed (the tool set was closed)"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="clew-mcp", daemon=True)
         self._thread.start()
@@ -163,10 +172,9 @@ class McpTools(Sequence[McpTool]):
                 await self._stop.wait()
         except (Exception, asyncio.CancelledError) as e:
             if not ready.done():
-                cause = _leaf(e)
-                ready.set_exception(
-                    McpUnavailable(f"{self.name} is unavailable: {type(cause).__name__}: {cause}")
-                )
+                ready.set_exception(McpUnavailable(f"{self.name} is unavailable: {_one_line(e)}"))
+            elif not isinstance(e, asyncio.CancelledError):
+                self._gone = f"lost (the connection ended: {_one_line(e)})"
         finally:
             self._session = None
             self._ended.set()
@@ -192,7 +200,7 @@ class McpTools(Sequence[McpTool]):
         """
         session = self._session
         if session is None or self._loop.is_closed():
-            raise McpToolFailed(f"{self.name} is closed (the tool set was closed)")
+            raise McpToolFailed(f"{self.name} is {self._gone}")
         future = asyncio.run_coroutine_threadsafe(session.call_tool(name, arguments), self._loop)
         try:
             result = future.result(timeout=self.call_timeout_s)
@@ -202,10 +210,7 @@ class McpTools(Sequence[McpTool]):
                 f"{self.name} did not answer {name!r} within {self.call_timeout_s:g} s"
             ) from None
         except Exception as e:
-            cause = _leaf(e)
-            raise McpToolFailed(
-                f"{self.name} failed {name!r}: {type(cause).__name__}: {cause}"
-            ) from e
+            raise McpToolFailed(f"{self.name} failed {name!r}: {_one_line(e)}") from e
         return output_of(name, result)
 
     def close(self) -> None:

@@ -140,7 +140,9 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], limit_s: float = 12
     pytest.fail(f"the HTTP MCP server did not listen within {limit_s:g} s")
 
 
-def test_a_streamable_http_server_s_tools_are_called_over_http(tmp_path: Path) -> None:
+def test_a_streamable_http_server_s_tools_are_called_over_http_until_it_stops(
+    tmp_path: Path,
+) -> None:
     port = free_port()
     notes = tmp_path / "notes.txt"
     proc = subprocess.Popen(
@@ -156,6 +158,10 @@ def test_a_streamable_http_server_s_tools_are_called_over_http(tmp_path: Path) -
             assert [True, False] == [t.idempotent for t in ts]
             assert "clew: an event-sourced actor runtime" == ts.call("lookup", {"topic": "clew"})
             assert "1 notes" == ts[1].call(ts[1].args_model.model_validate({"text": "x"}))
+            proc.terminate()  # the server goes away: a call fails at once, no hang
+            proc.wait(30)
+            with pytest.raises(McpToolFailed, match="failed 'lookup'"):
+                ts.call("lookup", {"topic": "clew"})
     finally:
         proc.terminate()
         proc.wait(30)
