@@ -217,3 +217,13 @@ class CopyRefused(UsageError):
 
 class NotRecorded(ClewError):
     """A rerun's tool call has no recorded result and no live tool was given."""
+
+
+class McpUnavailable(Refused):
+    """An MCP server could not be started, reached or listed (``actors.mcp``), or the
+    ``mcp`` extra is not installed; nothing was done (the message says which and why)."""
+
+
+class McpToolFailed(ToolError):
+    """An MCP tool call failed: the server answered ``isError``, did not answer in time,
+    or the connection broke; recorded as a ``tool_failed`` like any tool's failure."""
