@@ -19,9 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import apsw
-import msgspec
 
-from eventlog.blocks import ContentBlock
 from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
@@ -35,24 +33,19 @@ from eventlog.records import (
     SessionRow,
     StoredEvent,
 )
+from eventlog.row_decoding import (
+    SESSION_COLUMNS,
+    agent_row,
+    artifact_row,
+    node_row,
+    run_row,
+    session_row,
+)
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.transaction import translate_errors
 from eventlog.store import SessionDeletion
-
-_blocks_decoder = msgspec.json.Decoder(list[ContentBlock])
-_dict_decoder = msgspec.json.Decoder(dict[str, Any])
-
-
-_SESSION_COLUMNS = (
-    "session_id, cwd, root_agent_id, active_node_id, parent_session_id, status,"
-    " metadata_json, created_at, updated_at"
-)
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else _dict_decoder.decode(text)
 
 
 @contextmanager
@@ -293,27 +286,11 @@ class SQLiteReads:
         sid = self._require(session_id)
         return int(self._query(f"SELECT COUNT(*) FROM events_{sid}")[0][0])
 
-    @staticmethod
-    def _node_row(row: tuple[Any, ...]) -> NodeRow:
-        return NodeRow(
-            node_id=row[0],
-            node_seq=row[1],
-            parent_id=row[2],
-            agent_id=row[3],
-            run_id=row[4],
-            role=row[5],
-            node_type=row[6],
-            content=_blocks_decoder.decode(row[7]),
-            metadata=_loads(row[8]) or {},
-            token_count=row[9],
-            created_at=row[10],
-        )
-
     def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
         """Return one node, or None."""
         sid = self._require(session_id)
         rows = self._query(f"SELECT * FROM nodes_{sid} WHERE node_id = ?", (node_id,))
-        return self._node_row(rows[0]) if rows else None
+        return node_row(rows[0]) if rows else None
 
     def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
         """Return the children of ``node_id`` in node_seq order."""
@@ -321,13 +298,13 @@ class SQLiteReads:
         rows = self._query(
             f"SELECT * FROM nodes_{sid} WHERE parent_id = ? ORDER BY node_seq", (node_id,)
         )
-        return [self._node_row(r) for r in rows]
+        return [node_row(r) for r in rows]
 
     def read_nodes(self, session_id: str) -> list[NodeRow]:
         """Return every node of the session in node_seq order."""
         sid = self._require(session_id)
         rows = self._query(f"SELECT * FROM nodes_{sid} ORDER BY node_seq")
-        return [self._node_row(r) for r in rows]
+        return [node_row(r) for r in rows]
 
     def read_node_links(self, session_id: str) -> list[tuple[str, str | None, str, str, str]]:
         """Return ``(node_id, parent_id, agent_id, role, node_type)`` of every node in
@@ -362,36 +339,22 @@ class SQLiteReads:
                 ORDER BY path.depth DESC""",
             (node_id,),
         )
-        return [self._node_row(r) for r in rows]
-
-    @staticmethod
-    def _session_row(row: tuple[Any, ...]) -> SessionRow:
-        return SessionRow(
-            session_id=row[0],
-            cwd=row[1],
-            root_agent_id=row[2],
-            active_node_id=row[3],
-            parent_session_id=row[4],
-            status=row[5],
-            metadata=_loads(row[6]) or {},
-            created_at=row[7],
-            updated_at=row[8],
-        )
+        return [node_row(r) for r in rows]
 
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""
         sid = validate_session_id(session_id)
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
+        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
         if not rows:
             raise self._unknown(sid)
-        return self._session_row(rows[0])
+        return session_row(rows[0])
 
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
         rows = self._query(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+            f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
         )
-        return [self._session_row(r) for r in rows]
+        return [session_row(r) for r in rows]
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""
@@ -399,22 +362,7 @@ class SQLiteReads:
         rows = self._query(
             "SELECT * FROM agents WHERE session_id = ? ORDER BY created_at, agent_id", (sid,)
         )
-        return [
-            AgentRow(
-                agent_id=r[0],
-                session_id=r[1],
-                parent_agent_id=r[2],
-                agent_type=r[3],
-                created_by_run_id=r[4],
-                fork_from_node_id=r[5],
-                status=r[6],
-                result=_loads(r[7]),
-                metadata=_loads(r[8]) or {},
-                created_at=r[9],
-                updated_at=r[10],
-            )
-            for r in rows
-        ]
+        return [agent_row(r) for r in rows]
 
     def read_runs(self, session_id: str) -> list[RunRow]:
         """Return the session's runs, by creation time."""
@@ -422,24 +370,7 @@ class SQLiteReads:
         rows = self._query(
             "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
         )
-        return [
-            RunRow(
-                run_id=r[0],
-                session_id=r[1],
-                agent_id=r[2],
-                status=r[3],
-                start_node_id=r[4],
-                end_node_id=r[5],
-                end_reason=r[6],
-                turn_count=r[7],
-                usage=_loads(r[8]),
-                error=_loads(r[9]),
-                metadata=_loads(r[10]) or {},
-                created_at=r[11],
-                updated_at=r[12],
-            )
-            for r in rows
-        ]
+        return [run_row(r) for r in rows]
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
@@ -447,24 +378,7 @@ class SQLiteReads:
         rows = self._query(
             "SELECT * FROM artifacts WHERE session_id = ? ORDER BY created_at, artifact_id", (sid,)
         )
-        return [
-            ArtifactRow(
-                artifact_id=r[0],
-                session_id=r[1],
-                agent_id=r[2],
-                run_id=r[3],
-                node_id=r[4],
-                tool_call_id=r[5],
-                path=r[6],
-                filename=r[7],
-                mime_type=r[8],
-                size_bytes=r[9],
-                summary=r[10],
-                metadata=_loads(r[11]) or {},
-                created_at=r[12],
-            )
-            for r in rows
-        ]
+        return [artifact_row(r) for r in rows]
 
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""
