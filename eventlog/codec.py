@@ -163,3 +163,10 @@ def _agent_created_v1(p: Payload) -> Payload:
     if p.get("agent_type") == "main":
         p["agent_type"] = "orchestrator"
     return p
+
+
+@upcaster("model_requested", 1)
+def _model_requested_v1(p: Payload) -> Payload:
+    """v1 always held the request by value (``messages``, ``system``): v2 reads it as its
+    by-value form unchanged (the by-reference fields stay unset)."""
+    return p

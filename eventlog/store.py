@@ -98,6 +98,11 @@ class EventStore(Protocol):
         """Return the events of ``run_id`` and of the runs ``run_id + "/…"``, in seq order."""
         ...
 
+    def read_session_events(self, session_id: str, event_type: str) -> list[StoredEvent]:
+        """Return the session-level events (no run) of ``event_type``, in seq order
+        (``content_stored``: the texts requests recorded by reference refer to)."""
+        ...
+
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""
         ...

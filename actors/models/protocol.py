@@ -8,6 +8,7 @@ only map these shapes to and from their wire formats.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -156,3 +157,49 @@ class AsyncStreamingModel(AsyncModel, Protocol):
 def request_hash(request: ModelRequest) -> str:
     """Return the stable hash of ``request``: same prompt, tools and settings → same hash."""
     return stable_hash(encode(request), 24)
+
+
+#: Where the messages sit in an encoded request whose message list is empty.
+_EMPTY_MESSAGES = b'"messages":[]'
+
+
+class RequestHasher:
+    """:func:`request_hash`, incrementally, for the requests of one growing conversation.
+
+    A conversation's next request holds the previous one's messages and a few more; the
+    hash of the bytes up to the last message seen is kept (a ``sha256`` state), so each
+    call encodes and hashes only the new messages, the system prompt and the tools. The
+    result is byte for byte :func:`request_hash`'s: the messages kept are checked by
+    identity, and anything else (another system prompt, a replaced list) starts over.
+    Not thread-safe: one per conversation (one per run and role).
+    """
+
+    def __init__(self) -> None:
+        self._head = b""
+        self._seen: list[Message] = []
+        self._state: Any = None
+
+    def hash(self, request: ModelRequest) -> str:
+        """Return ``request_hash(request)``."""
+        bare = encode(msgspec.structs.replace(request, messages=[]))
+        at = bare.index(_EMPTY_MESSAGES) + len(_EMPTY_MESSAGES) - 1
+        head, tail = bare[:at], bare[at:]
+        messages = request.messages
+        seen = self._seen
+        if (
+            head != self._head
+            or len(seen) > len(messages)
+            or not all(a is b for a, b in zip(seen, messages, strict=False))
+        ):
+            self._head, seen, self._state = head, [], hashlib.sha256(head)
+            self._seen = seen
+        state = self._state
+        for m in messages[len(seen) :]:
+            if seen:
+                state.update(b",")
+            state.update(encode(m))
+            seen.append(m)
+        done = state.copy()
+        done.update(tail)
+        digest: str = done.hexdigest()
+        return digest[:24]

@@ -16,6 +16,7 @@ from actors.replay.inputs import FLOW, ContextRecord, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions
 from actors.replay.recorder import RunRecorder
+from actors.replay.requests import ContentIndex
 from eventlog.clock import Clock
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
@@ -64,6 +65,8 @@ class SessionEnv:
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)
+        #: The texts (system prompts, tool specs) the session's log already holds.
+        self.contents = ContentIndex(self.store, self.session_id)
 
     def recorder(
         self, agent_id: str, run_id: str, cancel: CancelScope | None = None

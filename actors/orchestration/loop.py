@@ -24,7 +24,6 @@ from actors.models.protocol import (
     ModelSettings,
     StreamingModel,
     TextDelta,
-    request_hash,
 )
 from actors.models.storable import check_storable, safe_text
 from actors.models.tools import (
@@ -35,9 +34,12 @@ from actors.orchestration.hooks import observe
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
+from actors.replay.requests import by_reference, content_hash
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError
 from eventlog.events import (
+    ContentKind,
+    ContentStored,
     EndReason,
     ModelFailed,
     ModelRequested,
@@ -177,11 +179,14 @@ def call_model(
     task_id: str | None = None,
     settings: ModelSettings | None = None,
     on_too_long: Callable[[], list[Message]] | None = None,
+    tip: str | None = None,
 ) -> tuple[list[ContentBlock], str, Usage]:
     """Call the model chain for ``role``; every candidate is recorded; return the reply.
 
     ``on_too_long``: after a context-length error of the chain, it compacts and returns
     the new messages; the call is made once more, as a new call (docs/context.md).
+    ``tip``: the node whose path's context ``messages`` are (a conversation's call): a
+    run of flow 3+ then records them by reference (docs/storage.md).
 
     Raises:
         ModelError: every candidate failed (each one recorded as ``model_failed``).
@@ -206,7 +211,7 @@ def call_model(
         )
         for retry in (False, True):
             attempt += 1
-            requested = _requested(request, call_index=index, attempt=attempt)
+            requested = _requested(env, rec, request, call_index=index, attempt=attempt, tip=tip)
             try:
                 responded = rec.model_call(
                     requested, _live_call(env, rec, model, request, requested), request
@@ -224,6 +229,7 @@ def call_model(
     assert last is not None
     if on_too_long is None or not is_context_overflow(last):
         raise last
+    # After a compaction the messages are by value: their tip is the caller's to know.
     return call_model(env, rec, role=role, phase=phase, messages=on_too_long(), system=system,
                       tools=tools, task_id=task_id, settings=settings)  # fmt: skip
 
@@ -246,15 +252,35 @@ def _before_model(env: SessionEnv, rec: RunRecorder, request: ModelRequest) -> N
         observe(rec, env.hooks, "before_model", request)
 
 
-def _requested(request: ModelRequest, *, call_index: int, attempt: int) -> ModelRequested:
-    """Return the ``model_requested`` event of ``request``."""
+def _requested(
+    env: SessionEnv,
+    rec: RunRecorder,
+    request: ModelRequest,
+    *,
+    call_index: int,
+    attempt: int,
+    tip: str | None,
+) -> ModelRequested:
+    """Return the ``model_requested`` event of ``request``: by reference in a run of flow
+    3+ (its texts stored once in the session), else by value as older clews recorded it."""
+    if env.flow >= 3:
+
+        def store(kind: ContentKind, text: str) -> str:
+            ref = content_hash(text)
+            if env.contents.claim(ref):
+                rec.store_content(ContentStored(content_hash=ref, kind=kind, text=text))
+            return ref
+
+        digest = rec.request_hash(request)
+        return by_reference(request, call_index=call_index, attempt=attempt,
+                            request_digest=digest, tip=tip, store=store)  # fmt: skip
     return ModelRequested(
         call_index=call_index,
         attempt=attempt,
         model=request.model,
         role=request.role,
         phase=request.phase,
-        request_hash=request_hash(request),
+        request_hash=rec.request_hash(request),
         messages=request.messages,
         tools=[s.name for s in request.tools],
         system=request.system,
@@ -385,6 +411,7 @@ def agent_loop(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> LoopRes
             task_id=agent.task_id,
             settings=agent.settings,
             on_too_long=_overflow(hooks, conv, agent),
+            tip=conv.tip,
         )
         usage = add_usage(usage, u)
         calls = [b for b in content if isinstance(b, ToolCallBlock)]

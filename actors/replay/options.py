@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from actors.models.protocol import ToolSpec
+from actors.replay.requests import StoreRequests
 
 
 class ToolTally:
@@ -42,3 +43,6 @@ class ReplayOptions:
     tally: ToolTally = field(default_factory=ToolTally)
     #: Resuming: at a divergence, keep the prefix, record it, and go on live.
     from_divergence: bool = False
+    #: The recorded session's log, to rebuild a request recorded by reference (a
+    #: divergence then shows its changed text); None: only by-value requests are shown.
+    requests: StoreRequests | None = None

@@ -29,7 +29,7 @@ import msgspec
 
 from actors.errors import Divergence, EndOfRecording, RunCancelled, RunParked
 from actors.models.calls import CancelScope
-from actors.models.protocol import ModelRequest
+from actors.models.protocol import ModelRequest, RequestHasher
 from actors.models.tools import InDoubtPolicy
 from actors.replay.cuts import follow_cuts, node_counter, past_divergence
 from actors.replay.diff import diff_values
@@ -44,6 +44,7 @@ from eventlog.errors import ClewError, ModelError
 from eventlog.events import (
     ArtifactCreated,
     CancelPhase,
+    ContentStored,
     Event,
     InDoubtResolved,
     ModelFailed,
@@ -109,6 +110,7 @@ class RunRecorder:
         #: The cancellation this run obeys (a worker's is a child of its main run's).
         self.cancel = cancel or CancelScope()
         self._counters: dict[str, int] = {}
+        self._hashers: dict[str, RequestHasher] = {}
         self.rng = random.Random(seed_for(run_id))
         self.compared = 0
         self.call_index = 0
@@ -310,7 +312,12 @@ class RunRecorder:
             # The request's view of a field wins (a text gets its diff even on one line).
             more = {
                 d.path: d
-                for d in request_change(rec.event, self._options.recorded_specs, self._request)
+                for d in request_change(
+                    rec.event,
+                    self._options.recorded_specs,
+                    self._request,
+                    self._options.requests,
+                )
             }
             diff = [more.pop(d.path, d) for d in diff] + list(more.values())
         return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
@@ -348,7 +355,30 @@ class RunRecorder:
             self._cursor += 1
             self.compared += 1
 
+    # --- stored texts --------------------------------------------------------------------
+
+    def store_content(self, event: ContentStored) -> None:
+        """Put a text requests refer to into the session's log (live only).
+
+        A session-level event, never compared: a re-executed run finds the text in the
+        recording it follows. Queued ahead of the request that refers to it (the writer
+        keeps the order), not waited for: that request's commit carries it.
+        """
+        if self.replaying or not self._live_allowed or self._writer is None:
+            return
+        self._writer.submit(
+            AppendRequest(session_id=self.session_id, event=event, created_at=self._clock.now())
+        )
+
     # --- model calls ---------------------------------------------------------------------
+
+    def request_hash(self, request: ModelRequest) -> str:
+        """Return ``request_hash(request)``, computed incrementally per role: a role's
+        conversation grows by a few messages a call (:class:`RequestHasher`)."""
+        hasher = self._hashers.get(request.role)
+        if hasher is None:
+            hasher = self._hashers[request.role] = RequestHasher()
+        return hasher.hash(request)
 
     def model_call(
         self,

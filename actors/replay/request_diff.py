@@ -6,7 +6,8 @@ system prompt, messages, tool specs, model and settings — and returns field-le
 differences with a unified diff for every changed text (a tool's description, the
 system prompt, a message). It takes two :class:`ModelRequest` objects, whatever the
 recording holds them as: :func:`recorded_request` rebuilds the recorded one from a
-``model_requested`` event and the run's recorded tool specs.
+``model_requested`` event recorded by value and the run's recorded tool specs;
+:class:`~actors.replay.requests.StoreRequests` one recorded by reference from the log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import msgspec
 
 from actors.models.protocol import ModelRequest, ToolSpec, request_hash
 from actors.replay.diff import FieldDiff, diff_values, text_diff, with_text_diffs
+from actors.replay.requests import StoreRequests
 from eventlog.events import ModelRequested
 
 #: The path of the entry saying the hash differs for a reason the recording cannot show.
@@ -80,15 +82,22 @@ def explained(requested: ModelRequested, rebuilt: ModelRequest) -> bool:
 
 
 def request_change(
-    requested: ModelRequested, specs: Mapping[str, ToolSpec], current: ModelRequest
+    requested: ModelRequested,
+    specs: Mapping[str, ToolSpec],
+    current: ModelRequest,
+    log: StoreRequests | None = None,
 ) -> list[FieldDiff]:
     """Return what changed from the recorded ``requested`` to today's ``current`` request.
 
-    When the rebuilt recorded request does not hash to the recorded hash (a setting or a
+    A request recorded by reference is rebuilt from the session's log (``log``: its
+    nodes and stored texts); one recorded by value from the event and ``specs``. When
+    the rebuilt recorded request does not hash to the recorded hash (a setting or a
     built-in tool's spec the recording does not hold changed), the differences found are
     followed by one entry saying the rest is not in the recording.
     """
-    rebuilt = recorded_request(requested, specs, current)
+    rebuilt = log.rebuild(requested, current) if log is not None else None
+    if rebuilt is None:
+        rebuilt = recorded_request(requested, specs, current)
     out = describe_request_change(rebuilt, current)
     if not explained(requested, rebuilt):
         out.append(

@@ -26,6 +26,7 @@ from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions, ToolTally
 from actors.replay.recording import read_recording, recorded_specs, run_started_of
 from actors.replay.report import LiveToolsCount, ReplayReport, build_report
+from actors.replay.requests import StoreRequests
 from actors.runtime.engine import Engine
 from actors.runtime.teams import Chains, team_for_replay
 from actors.tasks.manager import task_manager
@@ -71,7 +72,8 @@ def replay_session(
                     engine, sid, inputs, team_for_replay(inputs, team, tools, model),
                     project_dir=scratch, recording=by_run, replay_log=log,
                     replay_options=ReplayOptions(
-                        recorded_specs=recorded_specs(inputs), live_tools=live_tools, tally=tally
+                        recorded_specs=recorded_specs(inputs), live_tools=live_tools, tally=tally,
+                        requests=StoreRequests(engine.store, sid),
                     ),
                 )  # fmt: skip
                 request = RunRequest(

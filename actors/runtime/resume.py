@@ -22,6 +22,7 @@ from actors.replay.inputs import RunInputs, RunSettings
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions
 from actors.replay.recording import recorded_specs, run_started_of
+from actors.replay.requests import StoreRequests
 from actors.runtime import waiting
 from actors.runtime.archive import refuse_if_archived
 from actors.runtime.engine import Engine
@@ -117,7 +118,11 @@ def resume(
     """
     inputs = _inputs(plan)
     roster, chains = team_for_resume(inputs, team, tools, model, engine.environ)
-    options = ReplayOptions(recorded_specs=recorded_specs(inputs), from_divergence=from_divergence)
+    options = ReplayOptions(
+        recorded_specs=recorded_specs(inputs),
+        from_divergence=from_divergence,
+        requests=StoreRequests(engine.store, plan.session_id),
+    )
     return _reexecute(engine, plan, roster, chains, settings or inputs.settings, options=options)
 
 

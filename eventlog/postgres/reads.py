@@ -184,6 +184,13 @@ class PostgresReads:
             (sid, run_id, run_id + "/", run_id + "0"),
         )
 
+    def read_session_events(self, session_id: str, event_type: str) -> list[StoredEvent]:
+        """Return the session-level events (no run) of ``event_type``, in seq order."""
+        sid = self._require(session_id)
+        return self._events(
+            "session_id = %s AND run_id IS NULL AND event_type = %s", (sid, event_type)
+        )
+
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""
         sid = self._require(session_id)

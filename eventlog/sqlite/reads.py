@@ -281,6 +281,19 @@ class SQLiteReads:
             (run_id, run_id + "/", run_id + "0"),
         )
 
+    def read_session_events(self, session_id: str, event_type: str) -> list[StoredEvent]:
+        """Return the session-level events (no run) of ``event_type``, in seq order.
+
+        A range of the ``(run_id, run_seq)`` index (its NULL run ids): the cost follows the
+        session-level events, not the session's size.
+        """
+        sid = self._require(session_id)
+        return self._events(
+            f"SELECT {EVENT_COLUMNS} FROM events_{sid}"
+            " WHERE run_id IS NULL AND event_type = ? ORDER BY seq",
+            (event_type,),
+        )
+
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""
         sid = self._require(session_id)

@@ -82,15 +82,19 @@ def run_process(where: Where, *args: str, **env: str) -> CliResult:
     return CliResult(child.returncode, out, err)
 
 
-def count_events(home: Path, session_id: str) -> int:
-    """Count the committed events of a session with a read-only connection (0 if none yet)."""
+def count_events(home: Path, session_id: str, *, runs_only: bool = False) -> int:
+    """Count the committed events of a session with a read-only connection (0 if none yet).
+
+    ``runs_only``: only the runs' events (what a replay compares), not the session-level
+    ones (``session_created``, ``content_stored``…)."""
     db = home / "sessions.sqlite"
     if not db.exists():
         return 0
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         conn.setbusytimeout(1000)
-        rows = list(conn.execute(f"SELECT count(*) FROM events_{session_id}"))
+        where = " WHERE run_id IS NOT NULL" if runs_only else ""
+        rows = list(conn.execute(f"SELECT count(*) FROM events_{session_id}{where}"))
         return int(rows[0][0])
     except apsw.SQLError:
         return 0  # the session's table does not exist yet

@@ -15,11 +15,13 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from actors.models.protocol import ModelRequest
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.replay.inputs import RunSettings
+from actors.replay.requests import StoreRequests
 from actors.runtime.runtime import ModelArg, Runtime
 from eventlog.events import (
     Event,
@@ -30,6 +32,7 @@ from eventlog.events import (
     WorkerResultReceived,
 )
 from eventlog.records import StoredEvent
+from eventlog.store import EventStore
 from projections.verify import verify
 
 E = TypeVar("E")
@@ -75,6 +78,14 @@ def scripted(*rules: dict[str, Any], name: str = "scripted") -> ScriptedModel:
 
 
 # --- running and reading back ---------------------------------------------------------------
+
+
+def sent_requests(store: EventStore, sid: str) -> list[ModelRequest]:
+    """What each recorded ``model_requested`` of a session sent, rebuilt from its log."""
+    log = StoreRequests(store, sid)
+    return [
+        log.request(e.event) for e in store.iter_events(sid) if isinstance(e.event, ModelRequested)
+    ]
 
 
 @dataclass
@@ -130,9 +141,15 @@ class Recorded:
     def ended(self, task_id: str) -> int:
         return self.seq_of(RunEnded, self.worker_run(task_id))
 
+    def requests(self, run_id: str | None = None) -> list[ModelRequest]:
+        """What each recorded ``model_requested`` (of ``run_id`` if given) sent, rebuilt
+        from the log (docs/storage.md): a request recorded by reference holds no text."""
+        log = StoreRequests(self.rt.store, self.sid)
+        return [log.request(r) for r in self.of(ModelRequested, run_id)]
+
     def model_inputs(self, run_id: str) -> list[str]:
         """Every recorded model input of ``run_id``, each as the JSON of its messages."""
-        return [msgspec.json.encode(r.messages).decode() for r in self.of(ModelRequested, run_id)]
+        return [msgspec.json.encode(r.messages).decode() for r in self.requests(run_id)]
 
     def worker_runs(self) -> list[str]:
         """The run ids of every worker run of the session, in start order."""

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 from _cli_helpers import Where, invoke
+from _runtime_helpers import sent_requests
 
 from actors.errors import TeamError
+from actors.models.protocol import ModelRequest
 from actors.models.scripted import ScriptedModel
 from actors.orchestration.compaction import SUMMARY_HEAD
 from actors.orchestration.team import Role, Team, resolve
@@ -39,7 +41,7 @@ def model(window: int | None = WINDOW, **extra: Any) -> ScriptedModel:
     return ScriptedModel({"rules": rules, **extra}, context_window=window)
 
 
-def request_tokens(r: ModelRequested) -> int:
+def request_tokens(r: ModelRequest) -> int:
     # No tool specs here: the agents of these runs have no tools.
     return count_text(r.system) + count_messages(r.messages)
 
@@ -61,7 +63,7 @@ def test_a_sixty_question_session_in_a_small_window_compacts_and_stays_in_budget
         assert "completed" == out.status, out.error
     events = rt.store.read_events(session.id)
 
-    requests = [e.event for e in events if isinstance(e.event, ModelRequested)]
+    requests = sent_requests(rt.store, session.id)
     assert 120 < len(requests)  # a router and a lead call per run, and the summaries
     assert [] == [r.call_index for r in requests if request_tokens(r) > BUDGET]
     done = compactions(events)
@@ -147,7 +149,7 @@ def test_a_context_length_error_triggers_one_compaction_and_one_retry(rt: Runtim
     roles = [e.event.role for e in events if isinstance(e.event, ModelRequested)]
     assert ["router", "lead", "summarizer", "lead"] == roles
     # The retry is a call of its own, after the compaction, holding the summary.
-    retry = [e.event for e in events if isinstance(e.event, ModelRequested)][-1]
+    retry = sent_requests(rt.store, session.id)[-1]
     assert retry.messages[0].content == done.node.content
     assert 1 == len(
         [e for e in events if isinstance(e.event, TokenUsage) and e.event.role == "lead"]
@@ -188,11 +190,7 @@ def test_a_team_sets_a_role_s_window_and_the_summariser_s_model_and_instructions
         assert "completed" == out.status, out.error
     events = rt.store.read_events(session.id)
 
-    summaries = [
-        e.event
-        for e in events
-        if isinstance(e.event, ModelRequested) and e.event.role == "summarizer"
-    ]
+    summaries = [r for r in sent_requests(rt.store, session.id) if r.role == "summarizer"]
     assert summaries and {"summ"} == {r.model for r in summaries}
     assert all("Be terse." in r.system for r in summaries)
     (first,) = [e.event for e in events if isinstance(e.event, RunStarted)][:1]

@@ -18,7 +18,6 @@ from eventlog.blocks import JsonBlock
 from eventlog.events import (
     AgentCreated,
     HandoffSent,
-    ModelRequested,
     RunStarted,
     ToolCallFinished,
     ToolCallStarted,
@@ -82,8 +81,8 @@ def test_the_dispatch_tool_offers_the_other_roles_of_the_team(rt: Runtime) -> No
 
     s = run_session(rt, PROMPT, model, team=TEAM)
 
-    lead = next(r for r in s.of(ModelRequested) if r.role == "lead")
-    assert ["dispatch"] == lead.tools
+    lead = next(r for r in s.requests() if r.role == "lead")
+    assert ["dispatch"] == [t.name for t in lead.tools]
     assert "`dispatch` tool (at most 4 times)" in lead.system
 
 
@@ -135,6 +134,6 @@ def test_without_a_catalogue_or_with_a_zero_bound_there_is_no_dispatch_tool(
 
     s = run_session(rt, PROMPT, model, team=team, settings=settings)
 
-    lead = next(r for r in s.of(ModelRequested) if r.role == "lead")
+    lead = next(r for r in s.requests() if r.role == "lead")
     assert ([], False) == (lead.tools, "dispatch" in lead.system)
     assert [] == s.of(ToolCallStarted)

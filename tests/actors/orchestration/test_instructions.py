@@ -13,7 +13,7 @@ from actors.errors import UsageError
 from actors.replay.inputs import RunInputs, RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import TextBlock
-from eventlog.events import HandoffSent, ModelRequested, RunStarted
+from eventlog.events import HandoffSent, RunStarted
 from eventlog.packets import ContextRef
 
 RULES = "Always answer in French.\nNever touch the billing module.\n"
@@ -56,14 +56,14 @@ def test_the_instruction_file_is_in_the_worker_and_primary_prompts_and_the_hando
         context.instructions.truncated,
     )
     for run_id in s.worker_runs():
-        first = s.of(ModelRequested, run_id)[0].messages[0].content[0]
+        first = s.requests(run_id)[0].messages[0].content[0]
         assert isinstance(first, TextBlock)
         assert first.text.startswith(
             "# Project instructions (AGENTS.md)\n\nAlways answer in French."
         )
-    (primary,) = [r for r in s.of(ModelRequested, s.brain_run) if r.role == "lead"]
+    (primary,) = [r for r in s.requests(s.brain_run) if r.role == "lead"]
     assert "Never touch the billing module." in primary.system
-    (router,) = [r for r in s.of(ModelRequested, s.brain_run) if r.role == "router"]
+    (router,) = [r for r in s.requests(s.brain_run) if r.role == "router"]
     assert "billing" not in router.system
     sha = hashlib.sha256(RULES.encode()).hexdigest()[:12]
     instructions = ContextRef(

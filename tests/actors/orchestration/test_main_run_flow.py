@@ -16,6 +16,7 @@ from _runtime_helpers import (
     rule,
     run_session,
     scripted,
+    sent_requests,
     worker,
 )
 
@@ -355,7 +356,7 @@ def test_an_answer_continues_the_same_run_and_the_router_plans_again_with_it(
     events = [e for e in rt.store.read_events(session.id)]
     (run_id,) = {e.run_id for e in events if isinstance(e.event, RunWaiting)}
     assert f"{session.id}:brain:r1" == run_id  # the same run
-    routed = [e.event for e in events if isinstance(e.event, ModelRequested)][-3]
+    routed = sent_requests(rt.store, session.id)[-3]
     assert "router" == routed.role
     assert ["Which platform?", "iOS"] == [text_of(m.content) for m in routed.messages[1:]]
     assert ["completed"] * 2 == [r.status for r in rt.store.read_runs(session.id)]

@@ -14,7 +14,7 @@ from _runtime_helpers import route, rule, run_session, scripted, worker
 from actors.orchestration.team import Role, Team
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
-from eventlog.events import HandoffSent, ModelRequested, NodeAppended, RunEnded, WorkerFailed
+from eventlog.events import HandoffSent, NodeAppended, RunEnded, WorkerFailed
 
 PROMPT = "Is the order late?"
 
@@ -56,7 +56,7 @@ def test_a_valid_typed_reply_is_the_outcomes_output(rt: Runtime) -> None:
     assert {"text": "Yes, two days late.", "confidence": 0.8} == json.loads(s.outcome.answer)
     last = [n.node for n in s.of(NodeAppended, s.brain_run)][-1]
     assert {"output": "valid"} == last.metadata
-    (request,) = [r for r in s.of(ModelRequested) if r.role == "writer"]
+    (request,) = [r for r in s.requests() if r.role == "writer"]
     assert '"required": ["text", "confidence"]' in request.system  # the schema is told
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from _runtime_helpers import sent_requests
 from fake_server import FakeServer, Reply, anthropic_reply, openai_reply
 
 import projections
@@ -239,7 +240,8 @@ def test_a_session_recorded_through_the_adapter_replays_identically_with_the_ser
     responded = [e for e in events if isinstance(e, ModelResponded)]
     assert CALLS == len(requested) == len(responded)
     assert {model.name} == {e.model for e in requested}
-    assert all(e.request_hash and e.messages for e in requested)
+    assert all(e.request_hash for e in requested)
+    assert all(r.messages for r in sent_requests(runtime.store, session.id))
 
     server.stop()
     seen = len(server.requests)
