@@ -36,7 +36,7 @@ from actors.replay.diff import diff_values
 from actors.replay.live_tools import check_live_tool
 from actors.replay.options import ReplayOptions
 from actors.replay.outcomes import in_doubt_outcome, in_doubt_resolved, type_divergence
-from actors.replay.request_diff import request_change
+from actors.replay.request_diff import request_change, with_request_change
 from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock
 from eventlog.clock import Clock
@@ -111,6 +111,8 @@ class RunRecorder:
         self.cancel = cancel or CancelScope()
         self._counters: dict[str, int] = {}
         self._hashers: dict[str, RequestHasher] = {}
+        #: Texts to store once the run is live (:meth:`store_content`).
+        self._texts: list[ContentStored] = []
         self.rng = random.Random(seed_for(run_id))
         self.compared = 0
         self.call_index = 0
@@ -267,6 +269,8 @@ class RunRecorder:
             raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
         if self._writer is None:  # pragma: no cover - a live recorder always has a writer
             raise ClewError("live recorder without a writer")
+        if self._texts:
+            self._store_texts()
         stored: list[StoredEvent] = self._writer.submit(
             AppendRequest(
                 session_id=self.session_id,
@@ -310,16 +314,10 @@ class RunRecorder:
         diff = diff_values(_builtins(rec.event), _builtins(ev))
         if isinstance(rec.event, ModelRequested) and self._request is not None:
             # The request's view of a field wins (a text gets its diff even on one line).
-            more = {
-                d.path: d
-                for d in request_change(
-                    rec.event,
-                    self._options.recorded_specs,
-                    self._request,
-                    self._options.requests,
-                )
-            }
-            diff = [more.pop(d.path, d) for d in diff] + list(more.values())
+            change = request_change(
+                rec.event, self._options.recorded_specs, self._request, self._options.requests
+            )
+            diff = with_request_change(diff, change)
         return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
 
     def _go_past(self, d: Divergence, event: Event) -> None:
@@ -360,15 +358,25 @@ class RunRecorder:
     def store_content(self, event: ContentStored) -> None:
         """Put a text requests refer to into the session's log (live only).
 
-        A session-level event, never compared: a re-executed run finds the text in the
-        recording it follows. Queued ahead of the request that refers to it (the writer
-        keeps the order), not waited for: that request's commit carries it.
+        A session-level event, never compared. Replaying, it waits for the run to go live
+        (a resume past a divergence): a request the recording holds has its text there.
+        Queued ahead of the request that refers to it (the writer keeps the order), not
+        waited for: that request's commit carries it.
         """
-        if self.replaying or not self._live_allowed or self._writer is None:
+        if not self._live_allowed or self._writer is None:
             return
-        self._writer.submit(
-            AppendRequest(session_id=self.session_id, event=event, created_at=self._clock.now())
-        )
+        self._texts.append(event)
+        if not self.replaying:
+            self._store_texts()
+
+    def _store_texts(self) -> None:
+        assert self._writer is not None
+        for event in self._texts:
+            at = self._clock.now()
+            self._writer.submit(
+                AppendRequest(session_id=self.session_id, event=event, created_at=at)
+            )
+        self._texts.clear()
 
     # --- model calls ---------------------------------------------------------------------
 

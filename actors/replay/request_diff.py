@@ -13,7 +13,7 @@ recording holds them as: :func:`recorded_request` rebuilds the recorded one from
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -106,6 +106,21 @@ def request_change(
             )
         )
     return out
+
+
+#: A by-reference request's fields that stand for texts (hashes, a node id, a count): when
+#: the rebuilt request shows what changed, its text diff says it better.
+REFERENCE_FIELDS: Final = frozenset({"system_ref", "tools_ref", "tip", "message_count"})
+
+
+def with_request_change(raw: list[FieldDiff], change: list[FieldDiff]) -> list[FieldDiff]:
+    """Merge the event's field differences ``raw`` with the request's ``change``: the
+    request's view of a field wins (a text gets its diff even on one line), and a
+    reference field is left out when the change names what it stands for."""
+    more = {d.path: d for d in change}
+    explained = any(path != UNEXPLAINED for path in more)
+    kept = [d for d in raw if not (explained and d.path in REFERENCE_FIELDS)]
+    return [more.pop(d.path, d) for d in kept] + list(more.values())
 
 
 def _text(path: str, old: str, new: str) -> FieldDiff:

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pydantic
 import pytest
-from _runtime_helpers import route, rule, scripted, worker
+from _runtime_helpers import route, rule, scripted, sent_requests, worker
 from fake_server import TEST_KEY, FakeClock, FakeServer, Reply, openai_reply
 
 import projections
@@ -31,7 +31,6 @@ from actors.replay.inputs import RunInputs
 from actors.replay.recording import run_started_of
 from actors.runtime.runtime import Runtime
 from eventlog.events import (
-    ModelRequested,
     NodeAppended,
     SessionCreated,
     ToolCallFinished,
@@ -363,11 +362,7 @@ def test_a_rerun_with_new_instructions_for_one_role_asks_only_that_role_live(
 
     assert (2, 1) == (report.served_calls, report.live_calls)  # router and writer served
     assert ["researcher"] == report.changes["instructions"]
-    asked = [
-        e.event
-        for e in rt.store.iter_events(report.session_id)
-        if isinstance(e.event, ModelRequested) and e.event.role == "researcher"
-    ]
+    asked = [r for r in sent_requests(rt.store, report.session_id) if r.role == "researcher"]
     assert ["Cite nothing." in r.system for r in asked] == [True]
     started = run_started_of(rt.store.read_run(report.session_id, report.fork_run_id))
     recorded = RunInputs.from_metadata(started.metadata).team

@@ -11,6 +11,7 @@ from _processes import run_crash_demo
 
 import actors.orchestration.worker
 from actors.demo import demo_model, demo_tools
+from actors.replay.requests import StoreRequests
 from actors.runtime.runtime import Runtime
 from eventlog.errors import ReplayDivergence
 from eventlog.events import ModelRequested, NodeAppended, ResumedPastDivergence
@@ -67,7 +68,7 @@ def test_a_resume_after_a_prompt_change_goes_on_past_the_divergence_and_replays_
             # the first event after the marker in its run is today's request
             nxt = next(e for e in events if e.run_id == m.run_id and e.seq > m.seq)
             assert isinstance(nxt.event, ModelRequested)
-            assert CHANGED == nxt.event.system
+            assert CHANGED == StoreRequests(rt.store, sid).request(nxt.event).system
         nodes = [e.event.node.node_id for e in events if isinstance(e.event, NodeAppended)]
         assert len(nodes) == len(set(nodes))
         assert rt.verify(sid).ok
