@@ -10,8 +10,14 @@ three modes and switches from the first to the second by itself:
     compared); timestamps come from the recording; model replies and tool
     results come from the recording — no model is called, no tool runs.
 ``live``
-    Past the end of the recording (or with none): events go to the writer and
-    each emit returns after its commit; the clock and the seams are real.
+    Past the end of the recording (or with none): events go to the writer; the clock
+    and the seams are real. The events are buffered and committed together, in one
+    group commit (:meth:`~eventlog.writer.Writer.submit_group`), at the points where
+    the run is about to do something the log must precede — a tool runs, a model is
+    asked, an application hook or built-in tool is called, another actor is handed
+    work, the run waits, parks, stops or ends — and whenever an exception leaves the
+    run (:meth:`RunRecorder.committing`). A tool turn is then two commits instead of
+    seven (docs/replay-and-recovery.md, "How many commits a turn makes").
 ``replay-only`` (``live_allowed=False``)
     Reaching the end of an *interrupted* recording stops the run with
     :class:`EndOfRecording` instead of going live — ``Runtime.replay`` never
@@ -22,7 +28,8 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -67,6 +74,12 @@ from eventlog.writer import Writer
 
 E = TypeVar("E")
 
+#: Live events committed at once (with everything buffered before them): the run waits,
+#: parks, stops or ends with them — nothing of the run may stay behind in the buffer.
+_COMMIT_NOW = (RunEnded, RunCancelling, RunWaiting)
+#: Seconds a live emit (or a flush) waits for its commit.
+COMMIT_TIMEOUT = 120
+
 
 def _builtins(event: Event) -> Any:
     return msgspec.to_builtins(event)
@@ -90,7 +103,14 @@ class RunRecorder:
         abort: threading.Event | None = None,
         cancel: CancelScope | None = None,
         options: ReplayOptions | None = None,
+        group_commits: bool = True,
     ) -> None:
+        """Record (or re-check) run ``run_id``.
+
+        ``group_commits``: buffer live events and commit them together at the points the
+        module docstring names (the default); False commits each event on its own, before
+        ``emit`` returns (the behaviour before issue 17; the log is the same either way).
+        """
         self.session_id = session_id
         self.agent_id = agent_id
         self.run_id = run_id
@@ -117,6 +137,9 @@ class RunRecorder:
         #: The sum of the run's ``token_usage`` events so far (recorded or replayed): what
         #: its ``run_ended`` reports, so the runs table and the usage projection agree.
         self.usage = Usage()
+        self._group_commits = group_commits
+        #: Live events emitted and not committed yet, in emit order.
+        self._buffer: list[AppendRequest] = []
 
     # --- state ---------------------------------------------------------------------------
 
@@ -154,6 +177,39 @@ class RunRecorder:
         n = self._counters.get(kind, 0) + 1
         self._counters[kind] = n
         return f"{self.run_id}:{kind}{n}"
+
+    # --- commits -------------------------------------------------------------------------
+
+    @property
+    def uncommitted(self) -> int:
+        """The number of live events emitted and not committed yet."""
+        return len(self._buffer)
+
+    def flush(self) -> None:
+        """Commit the events emitted and not committed yet, in one group commit; return
+        once it committed. Call it before anything the log must precede (a side effect,
+        a wait, a read of the run's own rows from the store).
+
+        Raises:
+            ClewError: the commit failed (the error ``emit`` raised before group commits).
+        """
+        if not self._buffer:
+            return
+        requests, self._buffer = self._buffer, []
+        assert self._writer is not None  # only a live recorder buffers
+        self._writer.submit_group(requests).get(timeout=COMMIT_TIMEOUT)
+
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        """Flush when the block is left, by an exception too: what the run emitted before
+        it failed is committed, then the exception goes on. If that flush fails, its
+        error is raised instead (as the emit of a commit-per-event recorder would have)."""
+        try:
+            yield
+        except BaseException:
+            self.flush()
+            raise
+        self.flush()
 
     # --- cancellation --------------------------------------------------------------------
 
@@ -235,16 +291,19 @@ class RunRecorder:
             RunParked: nothing was decided (a replay of a waiting session ends here).
         """
         if not decided:
+            self.flush()
             raise RunParked("still waiting", pending, question)
         self.emit(RunResumed(run_id=self.run_id))
 
     # --- events --------------------------------------------------------------------------
 
-    def emit(self, event: Event) -> StoredEvent:
-        """Record ``event`` for this run and return its stored form.
+    def emit(self, event: Event) -> Event:
+        """Record ``event`` for this run and return its stored form (an oversize block
+        replaced by its artifact ref, as the writer stores it).
 
         Replaying: compared with the recording (raises :class:`Divergence`). Live:
-        appended through the writer; returns after its commit.
+        buffered for the next group commit (see :meth:`flush`), or appended through the
+        writer and returned after its commit without group commits.
         """
         if isinstance(event, TokenUsage):
             stored = self._match(event) if self.replaying else self._append(event)
@@ -254,8 +313,8 @@ class RunRecorder:
             return self._match(event)
         return self._append(event)
 
-    def _append(self, event: Event) -> StoredEvent:
-        """Append ``event`` live (after the recording); return it once committed."""
+    def _append(self, event: Event) -> Event:
+        """Append ``event`` live (after the recording); return its stored form."""
         if not self._live_allowed:
             if self.recording_complete:
                 raise type_divergence(self.run_id, None, "(end of run)", event_type_of(event))
@@ -265,18 +324,28 @@ class RunRecorder:
             raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
         if self._writer is None:  # pragma: no cover - a live recorder always has a writer
             raise ClewError("live recorder without a writer")
-        stored: list[StoredEvent] = self._writer.submit(
-            AppendRequest(
-                session_id=self.session_id,
-                event=event,
-                created_at=self._clock.now(),
-                agent_id=self.agent_id,
-                run_id=self.run_id,
-            )
-        ).get(timeout=120)
-        return stored[-1]
+        request = AppendRequest(
+            session_id=self.session_id,
+            event=event,
+            created_at=self._clock.now(),
+            agent_id=self.agent_id,
+            run_id=self.run_id,
+        )
+        if not self._group_commits:
+            stored: list[StoredEvent] = self._writer.submit(request).get(timeout=COMMIT_TIMEOUT)
+            return stored[-1].event
+        self._buffer.append(request)
+        if isinstance(event, _COMMIT_NOW):
+            self.flush()
+        if isinstance(event, NodeAppended | ToolCallFinished):
+            # What the writer will store: the store plans artifacts with the same pure
+            # function and always writes the plan's artifact_created events before the
+            # event (eventlog.artifact_plan), so this is the committed form.
+            threshold = self._writer.store.artifact_threshold
+            return stored_forms(self.session_id, event, threshold)[0][-1]
+        return event
 
-    def _match(self, event: Event) -> StoredEvent:
+    def _match(self, event: Event) -> Event:
         expected_events: list[Event] = [event]
         if isinstance(event, NodeAppended | ToolCallFinished):
             # The writer turns oversize blocks into artifact refs; compare with that form.
@@ -300,7 +369,7 @@ class RunRecorder:
             self.compared += 1
             last = rec
         assert last is not None
-        return last
+        return last.event
 
     def _divergence(self, rec: StoredEvent, ev: Event) -> Divergence:
         """Return the divergence of ``ev`` from the recorded ``rec``: its changed fields,
@@ -395,6 +464,9 @@ class RunRecorder:
             self.checkpoint("model")  # a cancelled run never asks again
             attempt += 1
             self.emit(msgspec.structs.replace(requested, attempt=attempt))
+        # The request is durable before the model is asked: a crash from here on re-sends
+        # it on resume (at-least-once), never loses that it was sent.
+        self.flush()
         content, stop_reason, usage = call()
         responded = ModelResponded(
             call_index=requested.call_index,
@@ -455,10 +527,13 @@ class RunRecorder:
     def _run_tool(
         self, run: Callable[[], ToolCallFinished | ToolFailed], attempt: int = 1
     ) -> ToolCallFinished | ToolFailed:
+        # tool_call_started (and everything before it) is durable before the tool runs:
+        # a crash while it runs leaves the call in doubt, never forgotten.
+        self.flush()
         if self._before_tool is not None:
             self._before_tool()
         self.tool_attempt = attempt
-        stored = self.emit(run()).event
+        stored = self.emit(run())
         # The stored form: a large result is an artifact ref from here on (docs/context.md).
         assert isinstance(stored, ToolCallFinished | ToolFailed)
         return stored

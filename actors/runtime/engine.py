@@ -119,6 +119,10 @@ class Engine:
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
+        #: Runs commit their events in groups, at most one commit before each side effect
+        #: (docs/replay-and-recovery.md); False commits each event on its own (the log is
+        #: the same: benchmarks and tests compare the two).
+        self.group_commits = True
         # The run digest's log lines, from commits; nothing subscribed when info is off.
         self._run_logs = None if read_only else RunLogs.attach(self.writer)
         # Spans of every run committed; with tracing off nothing is subscribed.
@@ -352,6 +356,7 @@ class Engine:
             artifact_threshold=self.store.artifact_threshold,
             hooks=kw.pop("hooks", self.hooks),
             task_wals=self.table_wals,
+            group_commits=self.group_commits,
             **kw,
         )
 
