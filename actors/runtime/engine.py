@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,11 +111,13 @@ class Engine:
         self.store: EventStore
         #: The Task WALs of a PostgreSQL store (its ``task_wal`` table); None: files.
         self.table_wals: TaskWals | None
-        self.store, self.table_wals = _open_store(home, store, durability, read_only=read_only)
+        fault = fault or FaultPlan()
+        self.store, self.table_wals = _open_store(
+            home, store, durability, read_only=read_only, fault_hook=fault.store_hook()
+        )
         self.clock: Clock = clock or SystemClock()
         self.ids: IdSource = ids or DerivedIds()
         self.settings = settings or RunSettings()
-        fault = fault or FaultPlan()
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
@@ -362,10 +364,16 @@ class Engine:
 
 
 def _open_store(
-    home: Path, store: str | None, durability: Durability, *, read_only: bool
+    home: Path,
+    store: str | None,
+    durability: Durability,
+    *,
+    read_only: bool,
+    fault_hook: Callable[[str], None] | None = None,
 ) -> tuple[EventStore, TaskWals | None]:
     """The store of ``home`` (SQLite), or at the ``postgresql://`` URL ``store`` with the
-    Task WAL table beside it."""
+    Task WAL table beside it. ``fault_hook``: the crash tests' seam inside SQLite's append
+    transaction (:meth:`FaultPlan.store_hook`)."""
     if store is not None and is_postgres_url(store):
         return open_store(store, read_only=read_only), pg_task_wals(store)
     sqlite = SQLiteStore(
@@ -373,6 +381,7 @@ def _open_store(
         artifacts_dir=home / "artifacts",
         durability=durability,
         read_only=read_only,
+        fault_hook=fault_hook,
     )
     return sqlite, None
 
