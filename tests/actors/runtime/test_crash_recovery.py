@@ -1,8 +1,8 @@
 """Fault injection: SIGKILL a demo session at many points, resume it, check everything.
 
 A representative subset of kill points runs by default; ``CLEW_CRASH_SWEEP=full`` runs
-every point (≥ 50: after every other committed event, before each tool run, and inside
-the group commits themselves).
+every point (≥ 50 distinct: after each group commit, before each tool run, and inside
+group commits).
 
 A run commits its events in groups (issue 17), so "after the k-th event" kills right after
 the commit that holds it; "inside the commit" kills while the k-th event row is written,
@@ -25,9 +25,13 @@ from projections import verify
 WORKERS = 3
 FULL = os.environ.get("CLEW_CRASH_SWEEP") == "full"
 
-EVENT_POINTS = list(range(2, 101, 2)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
+# Full: every k, so each of the ~35 group commits of the 104-event run is a kill point
+# (every other k, as before group commits, would skip 6 of them).
+EVENT_POINTS = list(range(1, 101)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
 TOOL_POINTS = list(range(1, 7)) if FULL else [2, 5]
-INSIDE_POINTS = list(range(3, 101, 8)) if FULL else [9, 40, 83]
+# From the 5th row: rows 2-4 (run_started, the Brain's agent, its status) are the run's
+# first group; killed inside it, no run exists and there is nothing to resume.
+INSIDE_POINTS = list(range(5, 104, 8)) if FULL else [9, 40, 83]
 
 
 Shape = list[tuple[str, str | None, str, str]]
