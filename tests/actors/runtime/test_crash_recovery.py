@@ -25,9 +25,10 @@ from projections import verify
 WORKERS = 3
 FULL = os.environ.get("CLEW_CRASH_SWEEP") == "full"
 
-# Full: every k, so each of the ~35 group commits of the 104-event run is a kill point
-# (every other k, as before group commits, would skip 6 of them).
-EVENT_POINTS = list(range(1, 101)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
+# Full: every k from 2 (1 is the session's own event: no run yet), so each of the ~36
+# group commits of the 104-event run is a kill point (every other k, as before group
+# commits, would skip 6 of them).
+EVENT_POINTS = list(range(2, 101)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
 TOOL_POINTS = list(range(1, 7)) if FULL else [2, 5]
 # From the 5th row: rows 2-4 (run_started, the Brain's agent, its status) are the run's
 # first group; killed inside it, no run exists and there is nothing to resume.
