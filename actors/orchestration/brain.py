@@ -93,7 +93,7 @@ class Brain(pykka.ThreadingActor):
         try:
             try:
                 # What the run emitted is committed on the way out, by an exception too.
-                with run.rec.committing():
+                with run.rec.commits.committing():
                     return run.execute()
             except RunCancelled as cancelled:
                 return run.cancelled(cancelled)

@@ -193,7 +193,7 @@ class Worker(pykka.ThreadingActor):
         timer = self._timer()
         try:
             # What the run emitted is committed on the way out, by an exception too.
-            with rec.committing():
+            with rec.commits.committing():
                 self._start(rec, run_id)
                 conv = self._conversation(rec)
                 return self._work(rec, run_id, conv)

@@ -10,14 +10,9 @@ three modes and switches from the first to the second by itself:
     compared); timestamps come from the recording; model replies and tool
     results come from the recording — no model is called, no tool runs.
 ``live``
-    Past the end of the recording (or with none): events go to the writer; the clock
-    and the seams are real. The events are buffered and committed together, in one
-    group commit (:meth:`~eventlog.writer.Writer.submit_group`), at the points where
-    the run is about to do something the log must precede — a tool runs, a model is
-    asked, an application hook or built-in tool is called, another actor is handed
-    work, the run waits, parks, stops or ends — and whenever an exception leaves the
-    run (:meth:`RunRecorder.committing`). A tool turn is then two commits instead of
-    seven (docs/replay-and-recovery.md, "How many commits a turn makes").
+    Past the end of the recording (or with none): events go to the writer in group
+    commits (:mod:`actors.replay.commits`), flushed before every side effect; the
+    clock and the seams are real.
 ``replay-only`` (``live_allowed=False``)
     Reaching the end of an *interrupted* recording stops the run with
     :class:`EndOfRecording` instead of going live — ``Runtime.replay`` never
@@ -28,8 +23,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -38,16 +32,20 @@ from actors.errors import Divergence, EndOfRecording, RunCancelled, RunParked
 from actors.models.calls import CancelScope
 from actors.models.protocol import ModelRequest
 from actors.models.tools import InDoubtPolicy
+from actors.replay.commits import CommitBuffer
 from actors.replay.cuts import follow_cuts, node_counter, past_divergence
-from actors.replay.diff import diff_values
 from actors.replay.live_tools import check_live_tool
 from actors.replay.options import ReplayOptions
-from actors.replay.outcomes import in_doubt_outcome, in_doubt_resolved, type_divergence
-from actors.replay.request_diff import request_change
+from actors.replay.outcomes import (
+    event_divergence,
+    in_doubt_outcome,
+    in_doubt_resolved,
+    type_divergence,
+)
 from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock
 from eventlog.clock import Clock
-from eventlog.errors import ClewError, ModelError
+from eventlog.errors import ModelError
 from eventlog.events import (
     ArtifactCreated,
     CancelPhase,
@@ -74,16 +72,6 @@ from eventlog.writer import Writer
 
 E = TypeVar("E")
 
-#: Live events committed at once (with everything buffered before them): the run waits,
-#: parks, stops or ends with them — nothing of the run may stay behind in the buffer.
-_COMMIT_NOW = (RunEnded, RunCancelling, RunWaiting)
-#: Seconds a live emit (or a flush) waits for its commit.
-COMMIT_TIMEOUT = 120
-
-
-def _builtins(event: Event) -> Any:
-    return msgspec.to_builtins(event)
-
 
 class RunRecorder:
     """Records (or re-checks) the events of one run; see the module docstring."""
@@ -105,12 +93,6 @@ class RunRecorder:
         options: ReplayOptions | None = None,
         group_commits: bool = True,
     ) -> None:
-        """Record (or re-check) run ``run_id``.
-
-        ``group_commits``: buffer live events and commit them together at the points the
-        module docstring names (the default); False commits each event on its own, before
-        ``emit`` returns (the behaviour before issue 17; the log is the same either way).
-        """
         self.session_id = session_id
         self.agent_id = agent_id
         self.run_id = run_id
@@ -137,9 +119,8 @@ class RunRecorder:
         #: The sum of the run's ``token_usage`` events so far (recorded or replayed): what
         #: its ``run_ended`` reports, so the runs table and the usage projection agree.
         self.usage = Usage()
-        self._group_commits = group_commits
-        #: Live events emitted and not committed yet, in emit order.
-        self._buffer: list[AppendRequest] = []
+        #: Live events not committed yet (``group_commits=False``: one commit per event).
+        self.commits = CommitBuffer(writer, session_id, grouped=group_commits)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -178,38 +159,9 @@ class RunRecorder:
         self._counters[kind] = n
         return f"{self.run_id}:{kind}{n}"
 
-    # --- commits -------------------------------------------------------------------------
-
-    @property
-    def uncommitted(self) -> int:
-        """The number of live events emitted and not committed yet."""
-        return len(self._buffer)
-
     def flush(self) -> None:
-        """Commit the events emitted and not committed yet, in one group commit; return
-        once it committed. Call it before anything the log must precede (a side effect,
-        a wait, a read of the run's own rows from the store).
-
-        Raises:
-            ClewError: the commit failed (the error ``emit`` raised before group commits).
-        """
-        if not self._buffer:
-            return
-        requests, self._buffer = self._buffer, []
-        assert self._writer is not None  # only a live recorder buffers
-        self._writer.submit_group(requests).get(timeout=COMMIT_TIMEOUT)
-
-    @contextmanager
-    def committing(self) -> Iterator[None]:
-        """Flush when the block is left, by an exception too: what the run emitted before
-        it failed is committed, then the exception goes on. If that flush fails, its
-        error is raised instead (as the emit of a commit-per-event recorder would have)."""
-        try:
-            yield
-        except BaseException:
-            self.flush()
-            raise
-        self.flush()
+        """Commit the live events not committed yet: see :meth:`CommitBuffer.flush`."""
+        self.commits.flush()
 
     # --- cancellation --------------------------------------------------------------------
 
@@ -302,8 +254,7 @@ class RunRecorder:
         replaced by its artifact ref, as the writer stores it).
 
         Replaying: compared with the recording (raises :class:`Divergence`). Live:
-        buffered for the next group commit (see :meth:`flush`), or appended through the
-        writer and returned after its commit without group commits.
+        buffered for the next group commit (:meth:`flush`).
         """
         if isinstance(event, TokenUsage):
             stored = self._match(event) if self.replaying else self._append(event)
@@ -322,28 +273,15 @@ class RunRecorder:
         if self._abort is not None and self._abort.is_set():
             # Another run of this resume diverged: write nothing more, anywhere.
             raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
-        if self._writer is None:  # pragma: no cover - a live recorder always has a writer
-            raise ClewError("live recorder without a writer")
-        request = AppendRequest(
-            session_id=self.session_id,
-            event=event,
-            created_at=self._clock.now(),
-            agent_id=self.agent_id,
-            run_id=self.run_id,
+        return self.commits.append(
+            AppendRequest(
+                session_id=self.session_id,
+                event=event,
+                created_at=self._clock.now(),
+                agent_id=self.agent_id,
+                run_id=self.run_id,
+            )
         )
-        if not self._group_commits:
-            stored: list[StoredEvent] = self._writer.submit(request).get(timeout=COMMIT_TIMEOUT)
-            return stored[-1].event
-        self._buffer.append(request)
-        if isinstance(event, _COMMIT_NOW):
-            self.flush()
-        if isinstance(event, NodeAppended | ToolCallFinished):
-            # What the writer will store: the store plans artifacts with the same pure
-            # function and always writes the plan's artifact_created events before the
-            # event (eventlog.artifact_plan), so this is the committed form.
-            threshold = self._writer.store.artifact_threshold
-            return stored_forms(self.session_id, event, threshold)[0][-1]
-        return event
 
     def _match(self, event: Event) -> Event:
         expected_events: list[Event] = [event]
@@ -360,7 +298,9 @@ class RunRecorder:
             if rec is None:
                 raise type_divergence(self.run_id, None, "(end of recording)", event_type_of(ev))
             if rec.event != ev:
-                d = self._divergence(rec, ev)
+                d = event_divergence(
+                    self.run_id, rec, ev, self._request, self._options.recorded_specs
+                )
                 if last is None and self._options.from_divergence and self._live_allowed:
                     self._go_past(d, event)
                     return self.emit(event)
@@ -370,19 +310,6 @@ class RunRecorder:
             last = rec
         assert last is not None
         return last.event
-
-    def _divergence(self, rec: StoredEvent, ev: Event) -> Divergence:
-        """Return the divergence of ``ev`` from the recorded ``rec``: its changed fields,
-        and for a model request what changed in the request (a tool's description…)."""
-        diff = diff_values(_builtins(rec.event), _builtins(ev))
-        if isinstance(rec.event, ModelRequested) and self._request is not None:
-            # The request's view of a field wins (a text gets its diff even on one line).
-            more = {
-                d.path: d
-                for d in request_change(rec.event, self._options.recorded_specs, self._request)
-            }
-            diff = [more.pop(d.path, d) for d in diff] + list(more.values())
-        return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
 
     def _go_past(self, d: Divergence, event: Event) -> None:
         """Resuming past a divergence: record where, abandon the rest, go on live."""
@@ -464,9 +391,7 @@ class RunRecorder:
             self.checkpoint("model")  # a cancelled run never asks again
             attempt += 1
             self.emit(msgspec.structs.replace(requested, attempt=attempt))
-        # The request is durable before the model is asked: a crash from here on re-sends
-        # it on resume (at-least-once), never loses that it was sent.
-        self.flush()
+        self.flush()  # the request is durable before the model is asked
         content, stop_reason, usage = call()
         responded = ModelResponded(
             call_index=requested.call_index,
@@ -527,9 +452,7 @@ class RunRecorder:
     def _run_tool(
         self, run: Callable[[], ToolCallFinished | ToolFailed], attempt: int = 1
     ) -> ToolCallFinished | ToolFailed:
-        # tool_call_started (and everything before it) is durable before the tool runs:
-        # a crash while it runs leaves the call in doubt, never forgotten.
-        self.flush()
+        self.flush()  # tool_call_started is durable before the tool runs: never weaken this
         if self._before_tool is not None:
             self._before_tool()
         self.tool_attempt = attempt

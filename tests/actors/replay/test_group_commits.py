@@ -239,9 +239,9 @@ def test_emitted_events_wait_for_a_flush_and_commit_in_emit_order(
     reader = SQLiteStore(tmp_path / "s.sqlite")
     for note in "abc":
         rec.emit(_todo(note))
-    assert (3, 1) == (rec.uncommitted, reader.count_events(rec.session_id))
+    assert (3, 1) == (len(rec.commits), reader.count_events(rec.session_id))
     rec.flush()
-    assert 0 == rec.uncommitted
+    assert 0 == len(rec.commits)
     assert [(1, "a"), (2, "b"), (3, "c")] == [
         (e.run_seq, e.event.note) for e in reader.read_run(rec.session_id, "r1")
         if isinstance(e.event, TodoUpdated)
@@ -252,7 +252,7 @@ def test_an_exception_leaving_the_run_commits_what_was_emitted_then_goes_on(
     writer: Writer, tmp_path: Path
 ) -> None:
     rec = _recorder(writer)
-    with pytest.raises(ValueError, match="the run's bug"), rec.committing():
+    with pytest.raises(ValueError, match="the run's bug"), rec.commits.committing():
         rec.emit(_todo("before the bug"))
         raise ValueError("the run's bug")
     assert ["todo_updated"] == [e.event_type for e in SQLiteStore(tmp_path / "s.sqlite").read_run(
@@ -261,6 +261,6 @@ def test_an_exception_leaving_the_run_commits_what_was_emitted_then_goes_on(
 
 def test_a_failing_flush_on_the_way_out_raises_its_own_error(writer: Writer) -> None:
     rec = _recorder(writer, session_id="sess_20260101_000001_c3d4")  # an unknown session
-    with pytest.raises(UnknownSession), rec.committing():
+    with pytest.raises(UnknownSession), rec.commits.committing():
         rec.emit(_todo("lost"))
         raise ValueError("the run's bug")
