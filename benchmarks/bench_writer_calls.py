@@ -6,6 +6,10 @@ while one producer appends ``N`` small events one by one, each waited for
 (``durability="normal"``), and prints calls per append beside the floor measured in the
 same run: a bare pykka actor answering the same number of asks. A count does not
 depend on how loaded the machine is, which a wall-clock rate on a shared machine does.
+
+It also counts the same events handed over as groups of ``--group`` (default 7, the events
+of a worker's tool turn), each waited for: ``Writer.submit_group``, how a run's recorder
+commits (issue 17). Commits are counted too.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class _Counter:
             if threading.get_ident() == self._producer:
                 self.producer += 1
 
-    def run(self, work: Callable[[], None]) -> None:
+    def run(self, work: Callable[[], object]) -> None:
         sys.setprofile(self.hook)
         self.active = True
         try:
@@ -71,23 +75,16 @@ class _Echo(pykka.ThreadingActor):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--appends", type=int, default=2000)
-    n = parser.parse_args().appends
-    with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "s.sqlite", durability="normal")
-        clew, writer = _installed(lambda: Writer(store))
-        created = SessionCreated(session_id=SID, cwd="/", root_agent_id="a0")
-        writer.append(AppendRequest(session_id=SID, event=created, created_at=CREATED_AT))
-        requests = [
-            AppendRequest(session_id=SID, event=_event(0, i), created_at=CREATED_AT, run_id="r")
-            for i in range(n)
-        ]
-
-        def appends() -> None:
-            for r in requests:
-                writer.append(r)
-
-        clew.run(appends)
-        writer.stop()
+    parser.add_argument("--group", type=int, default=7)
+    args = parser.parse_args()
+    n, k = args.appends, args.group
+    clew, commits = _count(n, lambda writer, requests: [writer.append(r) for r in requests])
+    grouped, group_commits = _count(
+        n,
+        lambda writer, requests: [
+            writer.submit_group(requests[i : i + k]).get() for i in range(0, len(requests), k)
+        ],
+    )
     floor, echo = _installed(_Echo.start)
 
     def asks() -> None:
@@ -100,6 +97,37 @@ def main() -> None:
     print(f"  bare pykka ask (floor): {floor.calls / n:6.1f}  (caller {floor.producer / n:.1f})")
     print(f"  Writer.append:          {clew.calls / n:6.1f}  (caller {clew.producer / n:.1f})")
     print(f"  ratio to the floor:     {clew.calls / floor.calls:6.2f}x")
+    print(f"  commits:                {commits}")
+    print(f"the same {n} events as groups of {k} (Writer.submit_group), each waited for")
+    print(
+        f"  per event:              {grouped.calls / n:6.1f}  (caller {grouped.producer / n:.1f})"
+    )
+    print(f"  ratio to the floor:     {grouped.calls / floor.calls:6.2f}x")
+    print(f"  commits:                {group_commits}")
+
+
+def _count(n: int, work: Callable[[Writer, list[AppendRequest]], object]) -> tuple[_Counter, int]:
+    """Count the Python calls of ``work(writer, requests)`` over ``n`` small events; return
+    the counter and the number of commits."""
+    commits = [0]
+
+    def committed(_total: int, _batch: list[Any]) -> None:
+        commits[0] += 1
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "s.sqlite", durability="normal")
+        clew, writer = _installed(lambda: Writer(store, after_commit=committed))
+        created = SessionCreated(session_id=SID, cwd="/", root_agent_id="a0")
+        writer.append(AppendRequest(session_id=SID, event=created, created_at=CREATED_AT))
+        requests = [
+            AppendRequest(session_id=SID, event=_event(0, i), created_at=CREATED_AT, run_id="r")
+            for i in range(n)
+        ]
+
+        commits[0] = 0
+        clew.run(lambda: work(writer, requests))
+        writer.stop()
+    return clew, commits[0]
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ the actor drains *everything* queued into one transaction (up to
 ``max_batch``), commits, and only then resolves each caller's future. One
 producer's requests are committed in its submission order, so ``run_seq`` is the
 owning actor's program order.
+
+:meth:`Writer.submit_group` queues several requests as one item: they reach the store in
+one ``append_batch`` call, so in one transaction and one fsync, never split across two
+commits (a run's recorder hands the events of a turn over this way, issue 17).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ _FLUSH = Flush()
 
 
 class CommitFuture:
-    """The result of one submitted request, available once its transaction committed.
+    """The result of one submitted request (or group), available once its transaction
+    committed.
 
     Lighter than a ``pykka.ThreadingFuture`` (which owns a queue per future): a future is
     a raw lock, taken when it is made and released when it settles, so waiting and waking
@@ -65,7 +70,7 @@ class CommitFuture:
     sequential append went from 85 to 64 Python calls (docs/performance.md, issue 17).
     """
 
-    __slots__ = ("_done", "_error", "_lock", "_value")
+    __slots__ = ("_done", "_error", "_lock", "_parts", "_value")
 
     def __init__(self) -> None:
         self._lock = _thread.allocate_lock()
@@ -73,6 +78,8 @@ class CommitFuture:
         self._done = False
         self._value: list[StoredEvent] | None = None
         self._error: BaseException | None = None
+        #: A group's outcome per request, in submission order (None for a single request).
+        self._parts: list[list[StoredEvent] | BaseException] | None = None
 
     def get(self, timeout: float | None = None) -> list[StoredEvent]:
         """Wait for the commit; return the stored events or raise the request's error.
@@ -93,6 +100,36 @@ class CommitFuture:
     def done(self) -> bool:
         """True once the request committed or failed."""
         return self._done
+
+    def results(self, timeout: float | None = None) -> list[list[StoredEvent] | BaseException]:
+        """Wait for the commit; return each request's outcome, in submission order: its
+        stored events (``artifact_created`` first, as :meth:`submit` gives them) or its
+        error. A single request's future gives a list of one.
+
+        Raises:
+            TimeoutError: not committed within ``timeout`` seconds.
+        """
+        try:
+            value = self.get(timeout)
+        except TimeoutError:
+            raise
+        except BaseException as e:
+            if self._parts is None:
+                return [e]
+        if self._parts is None:
+            return [value]
+        return list(self._parts)
+
+    def settle_group(self, results: Sequence[list[StoredEvent] | BaseException]) -> None:
+        """Record the outcomes of a group's requests: the future gives their stored events
+        in order, or raises the first request's error (the group's other requests are
+        isolated from it, as in any batch)."""
+        self._parts = list(results)
+        error = next((r for r in results if isinstance(r, BaseException)), None)
+        if error is not None:
+            self.settle(error)
+        else:
+            self.settle([ev for r in results if isinstance(r, list) for ev in r])
 
     def settle(self, result: list[StoredEvent] | BaseException) -> None:
         """Record the request's outcome and wake whoever waits for it."""
@@ -116,7 +153,13 @@ class _WakeFlag:
         self.pending = False
 
 
-Item = tuple[AppendRequest, CommitFuture]
+#: A queued request, or a group of them (one tuple, never split across transactions).
+Item = tuple[AppendRequest | tuple[AppendRequest, ...], CommitFuture]
+
+
+def _size(item: Item) -> int:
+    requests = item[0]
+    return len(requests) if isinstance(requests, tuple) else 1
 
 
 class _Listeners:
@@ -169,6 +212,8 @@ class _WriterActor(pykka.ThreadingActor):
         self._max_batch = max_batch
         self._after_commit = after_commit
         self._committed = 0
+        #: An item taken from the queue that did not fit the previous batch.
+        self._carry: Item | None = None
 
     def on_receive(self, message: WriterMessage) -> int | SessionDeletion:
         match message:
@@ -197,41 +242,71 @@ class _WriterActor(pykka.ThreadingActor):
         self._store.close()
 
     def _fail_pending(self, error: ClewError) -> None:
-        batch: list[Item] = []
+        batch: list[Item] = [self._carry] if self._carry is not None else []
+        self._carry = None
         while True:
             try:
                 batch.append(self._pending.get_nowait())
             except queue.Empty:
                 break
-        self._settle(batch, [error] * len(batch))
+        self._settle(batch, [error] * sum(map(_size, batch)))
 
     def _settle(
         self, batch: list[Item], results: Sequence[list[StoredEvent] | BaseException]
     ) -> None:
         """Settle every future of ``batch``, newest first: a producer pipelining requests
-        waits on its oldest, so it wakes once per batch, when its newer ones are settled."""
-        for (_, fut), result in zip(reversed(batch), reversed(results), strict=True):
-            fut.settle(result)
+        waits on its oldest, so it wakes once per batch, when its newer ones are settled.
 
-    def _take_batch(self) -> list[Item]:
+        ``results`` holds one outcome per request, a group's requests side by side."""
+        end = len(results)
+        for requests, fut in reversed(batch):
+            if isinstance(requests, tuple):
+                start = end - len(requests)
+                fut.settle_group(results[start:end])
+                end = start
+            else:
+                end -= 1
+                fut.settle(results[end])
+
+    def _take_batch(self) -> tuple[list[Item], list[AppendRequest]]:
+        """Take up to ``max_batch`` requests from the queue; a group is never split (one
+        larger than ``max_batch`` makes a batch of its own)."""
         batch: list[Item] = []
-        while len(batch) < self._max_batch:
-            try:
-                batch.append(self._pending.get_nowait())
-            except queue.Empty:
+        requests: list[AppendRequest] = []
+        while len(requests) < self._max_batch:
+            item = self._carry
+            if item is not None:
+                self._carry = None
+            else:
+                try:
+                    item = self._pending.get_nowait()
+                except queue.Empty:
+                    break
+            queued = item[0]
+            if not isinstance(queued, tuple):
+                requests.append(queued)
+            elif batch and len(requests) + len(queued) > self._max_batch:
+                self._carry = item  # the next batch starts with it
                 break
-        return batch
+            else:
+                requests.extend(queued)
+            batch.append(item)
+        return batch, requests
 
     def _drain(self) -> None:
-        while batch := self._take_batch():
+        while True:
+            batch, requests = self._take_batch()
+            if not batch:
+                return
             try:
-                results = self._store.append_batch([req for req, _ in batch])
+                results = self._store.append_batch(requests)
             except Exception as e:
                 # append_batch settles every failure it expects into the results; getting
                 # here means the write connection is in an unknown state. The drained
                 # batch is no longer in the queue, so on_failure would not fail it: fail
                 # it now (its callers would otherwise wait for their timeout), then crash.
-                self._settle(batch, [StoreError(f"the storage writer failed: {e!r}")] * len(batch))
+                failed = StoreError(f"the storage writer failed: {e!r}")
+                self._settle(batch, [failed] * len(requests))
                 raise
             committed = [ev for result in results if isinstance(result, list) for ev in result]
             self._committed += len(committed)
@@ -295,12 +370,31 @@ class Writer:
 
     def submit(self, request: AppendRequest) -> CommitFuture:
         """Queue ``request``; the future resolves with its stored events after the commit."""
+        return self._queue(request)
+
+    def submit_group(self, requests: Sequence[AppendRequest]) -> CommitFuture:
+        """Queue ``requests`` as one group: they reach the store in one ``append_batch``
+        call, so they commit in one transaction (one fsync), in this order, possibly with
+        other producers' requests but never split across two commits.
+
+        The future resolves with the stored events of every request, in order (each
+        request's ``artifact_created`` before its event); if a request failed, it raises
+        that request's error, and :meth:`CommitFuture.results` gives each request's
+        outcome. A failing request is isolated as in any batch: the others commit.
+        """
+        if not requests:
+            fut = CommitFuture()
+            fut.settle_group([])
+            return fut
+        return self._queue(tuple(requests))
+
+    def _queue(self, requests: AppendRequest | tuple[AppendRequest, ...]) -> CommitFuture:
         fut = CommitFuture()
         if self._stopped:
             if self._read_only:
                 raise ReadOnlyStore("the store is open read-only: writing is refused")
             raise StoreError("the storage writer is stopped")
-        self._pending.put((request, fut))
+        self._pending.put((requests, fut))
         # Lock-free fast path: a set flag means the actor has yet to clear it, and it
         # clears it *before* draining, so this request will be drained. Taking the lock
         # on every submit made 8 producers queue on it (~10% of the 8-producer profile).

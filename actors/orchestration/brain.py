@@ -92,7 +92,9 @@ class Brain(pykka.ThreadingActor):
         env = self._env
         try:
             try:
-                return run.execute()
+                # What the run emitted is committed on the way out, by an exception too.
+                with run.rec.commits.committing():
+                    return run.execute()
             except RunCancelled as cancelled:
                 return run.cancelled(cancelled)
             except RunParked as parked:

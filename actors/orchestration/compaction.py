@@ -139,6 +139,7 @@ class ContextGuard:
             summariser failed: its failure is recorded, the call goes ahead as it is).
         """
         env = self.env
+        conv.rec.flush()  # the run's own nodes are read back from the store
         path = env.store.read_active_path(env.session_id, conv.tip)
         nodes = context_nodes(path)
         cut = _cut(path, nodes, budget // TAIL_SHARE)
@@ -161,6 +162,7 @@ class ContextGuard:
             node_type="compaction",
             metadata={"compacted": compacted, "trigger": trigger, "role": agent.role},
         )
+        conv.rec.flush()
         conv.messages = build_context(env.store.read_active_path(env.session_id, conv.tip))
         self._messages.clear()  # the replaced messages need not stay alive for the cache
         return True

@@ -62,6 +62,8 @@ class SessionEnv:
     flow: int = FLOW
     #: How a replay or resume treats the recording (live tools, past a divergence).
     replay_options: ReplayOptions | None = None
+    #: Live runs commit their events in groups (RunRecorder); False: one commit per event.
+    group_commits: bool = True
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)
@@ -89,6 +91,7 @@ class SessionEnv:
             abort=self.replay_log.abort if self.replay_log is not None else None,
             cancel=cancel or self.cancel,
             options=self.replay_options,
+            group_commits=self.group_commits,
         )
 
     def chain(self, role: str) -> Sequence[Model]:

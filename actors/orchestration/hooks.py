@@ -71,6 +71,7 @@ def observe(rec: RunRecorder, hooks: Hooks | None, name: str, *args: Any) -> Non
     if hooks is None or rec.replaying:
         _recorded(rec, name, None)
         return
+    rec.flush()  # application code runs: what the run emitted so far is committed first
     try:
         getattr(hooks, name)(*args)
     except Exception as e:
@@ -84,6 +85,7 @@ def before_tool(
     if hooks is None or rec.replaying:
         event = _recorded(rec, "before_tool", call.id)
     else:
+        rec.flush()  # application code runs: what the run emitted so far is committed first
         event = _verdict(hooks, call, ctx)
         if event is not None:
             rec.emit(event)
@@ -103,6 +105,7 @@ def guardrail(rec: RunRecorder, hooks: Hooks | None, name: str, text: str) -> st
     if hooks is None or rec.replaying:
         event = _recorded(rec, name, None)
         return event.reason if event is not None and event.decision == "deny" else None
+    rec.flush()  # application code runs: what the run emitted so far is committed first
     try:
         reason = getattr(hooks, name)(text)
     except Exception as e:

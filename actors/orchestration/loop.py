@@ -117,10 +117,10 @@ class Conversation:
             token_count=tokens,
         )
         stored = self.rec.emit(NodeAppended(node=node, activate=self.activate))
-        assert isinstance(stored.event, NodeAppended)
+        assert isinstance(stored, NodeAppended)
         self.tip = node.node_id
         msg_role = role if role in ("user", "assistant", "tool", "system") else "user"
-        self.messages.append(Message(role=msg_role, content=list(stored.event.node.content)))
+        self.messages.append(Message(role=msg_role, content=list(stored.node.content)))
         return node.node_id
 
 
@@ -482,5 +482,8 @@ def _run_call(
 ) -> ToolResultBlock:
     builtin = agent.builtins.get(call.name)
     if builtin is not None:
+        # A built-in tool (the Brain's dispatch) records its own events and hands work to
+        # other actors: what the run emitted so far is committed first.
+        rec.flush()
         return builtin(call)
     return run_tool(env, rec, agent.tools, call, agent.role)

@@ -262,6 +262,10 @@ class MainRun:
                 )
             )
         rec.emit(AgentStatusChanged(agent_id=self.agent_id, status="running"))
+        # Committed together, at once: from here the run is resumable (a crash before its
+        # first model call still leaves a run to resume, and a queued run taken by
+        # `clew serve` is never lost).
+        rec.flush()
         history = (
             build_context(env.store.read_active_path(env.session_id, self.parent_node_id))
             if self.parent_node_id

@@ -109,6 +109,7 @@ class WorkerPool:
         self.rec.checkpoint()
         handoff = self.handoff(task_id, role, goal, purpose, prior)
         self.rec.emit(HandoffSent(packet=handoff))
+        self.rec.flush()  # the handoff is durable before another actor works on it
         ref = Worker.start(
             self.env,
             handoff,
@@ -143,6 +144,7 @@ class WorkerPool:
         wanted = recorded.task_id if recorded is not None else None
         if wanted is not None and wanted not in self.running:
             wanted = None
+        self.rec.flush()  # nothing of the run waits in the buffer while the Brain waits
         d = self.inbox.take(wanted, cancel=self.rec.cancel)
         if d is None:  # cancelled while waiting: the workers stop by themselves
             self.rec.stop_here()

@@ -87,6 +87,8 @@ class RunPlan:
         event = TodoPlanned(todos=list(todos), context=context, task_name=name)
         self.rec.emit(event)
         self.todos.apply_event(event)
+        # The Task WAL (the task manager's, fsynced) never gets ahead of the log's commit.
+        self.rec.flush()
         self.board = RunTaskBoard(self.tasks, self.wal_name)
         header = StartWal(run_id=self.rec.run_id, task_name=name) if name else None
         self.board.plan(todos, header)
@@ -102,6 +104,7 @@ class RunPlan:
     def move(self, task_id: str, to_status: str, summary: str = "") -> None:
         """Move the Task WAL's task (an *ensure* operation, see ``RunTaskBoard``)."""
         assert self.board is not None
+        self.rec.flush()  # the Task WAL never gets ahead of the log's commit
         self.board.move(task_id, to_status, summary)
 
     def board_node(self, conv: Conversation) -> None:

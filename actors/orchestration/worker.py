@@ -192,9 +192,11 @@ class Worker(pykka.ThreadingActor):
         conv: Conversation | None = None
         timer = self._timer()
         try:
-            self._start(rec, run_id)
-            conv = self._conversation(rec)
-            return self._work(rec, run_id, conv)
+            # What the run emitted is committed on the way out, by an exception too.
+            with rec.commits.committing():
+                self._start(rec, run_id)
+                conv = self._conversation(rec)
+                return self._work(rec, run_id, conv)
         except RunCancelled as e:
             return self._cancelled(rec, run_id, e, conv.tip if conv is not None else None)
         except RunParked as e:

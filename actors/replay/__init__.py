@@ -6,6 +6,7 @@ re-executed runs found) · ``report`` (the replay report) · ``divergence`` (the
 divergence and its consequences, folded) · ``recording`` (reading a recording back,
 stand-ins) · ``inputs`` (the recorded run inputs, versioned) · ``options`` (live tools,
 resuming past a divergence) · ``live_tools`` (re-running idempotent tools and comparing) ·
-``cuts`` (where a resume went on past a divergence) · ``outcomes`` (events the recorder
-builds by itself).
+``cuts`` (where a resume went on past a divergence) · ``outcomes`` (events and
+divergences the recorder builds by itself) · ``commits`` (a live run's events, committed in
+groups).
 """

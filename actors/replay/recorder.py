@@ -10,8 +10,9 @@ three modes and switches from the first to the second by itself:
     compared); timestamps come from the recording; model replies and tool
     results come from the recording — no model is called, no tool runs.
 ``live``
-    Past the end of the recording (or with none): events go to the writer and
-    each emit returns after its commit; the clock and the seams are real.
+    Past the end of the recording (or with none): events go to the writer in group
+    commits (:mod:`actors.replay.commits`), flushed before every side effect; the
+    clock and the seams are real.
 ``replay-only`` (``live_allowed=False``)
     Reaching the end of an *interrupted* recording stops the run with
     :class:`EndOfRecording` instead of going live — ``Runtime.replay`` never
@@ -27,20 +28,25 @@ from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-from actors.errors import Divergence, EndOfRecording, RunCancelled, RunParked
+from actors.errors import Divergence, EndOfRecording, RunCancelled
 from actors.models.calls import CancelScope
 from actors.models.protocol import ModelRequest, RequestHasher
 from actors.models.tools import InDoubtPolicy
+from actors.replay.commits import CommitBuffer
 from actors.replay.cuts import follow_cuts, node_counter, past_divergence
-from actors.replay.diff import diff_values
 from actors.replay.live_tools import check_live_tool
 from actors.replay.options import ReplayOptions
-from actors.replay.outcomes import in_doubt_outcome, in_doubt_resolved, type_divergence
-from actors.replay.request_diff import request_change, with_request_change
+from actors.replay.outcomes import (
+    event_divergence,
+    in_doubt_outcome,
+    in_doubt_resolved,
+    type_divergence,
+)
+from actors.replay.waits import RecorderWaits
 from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock
 from eventlog.clock import Clock
-from eventlog.errors import ClewError, ModelError
+from eventlog.errors import ModelError
 from eventlog.events import (
     ArtifactCreated,
     CancelPhase,
@@ -53,8 +59,6 @@ from eventlog.events import (
     NodeAppended,
     RunCancelling,
     RunEnded,
-    RunResumed,
-    RunWaiting,
     TokenUsage,
     ToolCallFinished,
     ToolCallStarted,
@@ -69,11 +73,7 @@ from eventlog.writer import Writer
 E = TypeVar("E")
 
 
-def _builtins(event: Event) -> Any:
-    return msgspec.to_builtins(event)
-
-
-class RunRecorder:
+class RunRecorder(RecorderWaits):
     """Records (or re-checks) the events of one run; see the module docstring."""
 
     def __init__(
@@ -91,6 +91,7 @@ class RunRecorder:
         abort: threading.Event | None = None,
         cancel: CancelScope | None = None,
         options: ReplayOptions | None = None,
+        group_commits: bool = True,
     ) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
@@ -121,6 +122,8 @@ class RunRecorder:
         #: The sum of the run's ``token_usage`` events so far (recorded or replayed): what
         #: its ``run_ended`` reports, so the runs table and the usage projection agree.
         self.usage = Usage()
+        #: Live events not committed yet (``group_commits=False``: one commit per event).
+        self.commits = CommitBuffer(writer, session_id, grouped=group_commits)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -158,6 +161,10 @@ class RunRecorder:
         n = self._counters.get(kind, 0) + 1
         self._counters[kind] = n
         return f"{self.run_id}:{kind}{n}"
+
+    def flush(self) -> None:
+        """Commit the live events not committed yet: see :meth:`CommitBuffer.flush`."""
+        self.commits.flush()
 
     # --- cancellation --------------------------------------------------------------------
 
@@ -201,54 +208,14 @@ class RunRecorder:
             self.compared += 1
             raise _cancelled(rec.event)
 
-    # --- waiting for a person ------------------------------------------------------------
-
-    def take_recorded(self, kind: type[E], match: Callable[[E], bool]) -> E | None:
-        """Replaying: consume and return the next recorded event if it is a ``kind`` that
-        ``match``es — a fact another process wrote into this run (a person's decision) —
-        else None. Live: None."""
-        rec = self.peek()
-        if rec is not None and isinstance(rec.event, kind) and match(rec.event):
-            self._cursor += 1
-            self.compared += 1
-            return rec.event
-        return None
-
-    def wait_point(self, waiting: RunWaiting, pending: list[Any]) -> None:
-        """A point where the run may park for a person.
-
-        Replaying a recorded ``run_waiting`` here: consume it and return (the caller then
-        looks for the decision). Live: record ``waiting`` and raise :class:`RunParked`.
-
-        Raises:
-            RunParked: the run parks here (live).
-            EndOfRecording: a replay-only run whose recording ends before the wait.
-        """
-        if self.take_recorded(RunWaiting, lambda _: True) is not None:
-            return
-        if not self.replaying and not self._live_allowed:
-            raise EndOfRecording(f"run {self.run_id}: recording ends before its wait")
-        self.emit(waiting)
-        raise RunParked(waiting.reason, pending, waiting.question)
-
-    def go_on(self, decided: bool, pending: list[Any], question: str = "") -> None:
-        """After a recorded wait: record ``run_resumed`` when it was decided, else park
-        again without recording anything (the run is still waiting).
-
-        Raises:
-            RunParked: nothing was decided (a replay of a waiting session ends here).
-        """
-        if not decided:
-            raise RunParked("still waiting", pending, question)
-        self.emit(RunResumed(run_id=self.run_id))
-
     # --- events --------------------------------------------------------------------------
 
-    def emit(self, event: Event) -> StoredEvent:
-        """Record ``event`` for this run and return its stored form.
+    def emit(self, event: Event) -> Event:
+        """Record ``event`` for this run and return its stored form (an oversize block
+        replaced by its artifact ref, as the writer stores it).
 
         Replaying: compared with the recording (raises :class:`Divergence`). Live:
-        appended through the writer; returns after its commit.
+        buffered for the next group commit (:meth:`flush`).
         """
         if isinstance(event, TokenUsage):
             stored = self._match(event) if self.replaying else self._append(event)
@@ -258,8 +225,8 @@ class RunRecorder:
             return self._match(event)
         return self._append(event)
 
-    def _append(self, event: Event) -> StoredEvent:
-        """Append ``event`` live (after the recording); return it once committed."""
+    def _append(self, event: Event) -> Event:
+        """Append ``event`` live (after the recording); return its stored form."""
         if not self._live_allowed:
             if self.recording_complete:
                 raise type_divergence(self.run_id, None, "(end of run)", event_type_of(event))
@@ -267,11 +234,9 @@ class RunRecorder:
         if self._abort is not None and self._abort.is_set():
             # Another run of this resume diverged: write nothing more, anywhere.
             raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
-        if self._writer is None:  # pragma: no cover - a live recorder always has a writer
-            raise ClewError("live recorder without a writer")
         if self._texts:
             self._store_texts()
-        stored: list[StoredEvent] = self._writer.submit(
+        return self.commits.append(
             AppendRequest(
                 session_id=self.session_id,
                 event=event,
@@ -279,10 +244,9 @@ class RunRecorder:
                 agent_id=self.agent_id,
                 run_id=self.run_id,
             )
-        ).get(timeout=120)
-        return stored[-1]
+        )
 
-    def _match(self, event: Event) -> StoredEvent:
+    def _match(self, event: Event) -> Event:
         expected_events: list[Event] = [event]
         if isinstance(event, NodeAppended | ToolCallFinished):
             # The writer turns oversize blocks into artifact refs; compare with that form.
@@ -297,7 +261,7 @@ class RunRecorder:
             if rec is None:
                 raise type_divergence(self.run_id, None, "(end of recording)", event_type_of(ev))
             if rec.event != ev:
-                d = self._divergence(rec, ev)
+                d = event_divergence(self.run_id, rec, ev, self._request, self._options)
                 if last is None and self._options.from_divergence and self._live_allowed:
                     self._go_past(d, event)
                     return self.emit(event)
@@ -306,19 +270,7 @@ class RunRecorder:
             self.compared += 1
             last = rec
         assert last is not None
-        return last
-
-    def _divergence(self, rec: StoredEvent, ev: Event) -> Divergence:
-        """Return the divergence of ``ev`` from the recorded ``rec``: its changed fields,
-        and for a model request what changed in the request (a tool's description…)."""
-        diff = diff_values(_builtins(rec.event), _builtins(ev))
-        if isinstance(rec.event, ModelRequested) and self._request is not None:
-            # The request's view of a field wins (a text gets its diff even on one line).
-            change = request_change(
-                rec.event, self._options.recorded_specs, self._request, self._options.requests
-            )
-            diff = with_request_change(diff, change)
-        return Divergence(self.run_id, rec.run_seq, rec.event_type, event_type_of(ev), diff)
+        return last.event
 
     def _go_past(self, d: Divergence, event: Event) -> None:
         """Resuming past a divergence: record where, abandon the rest, go on live."""
@@ -433,6 +385,7 @@ class RunRecorder:
             self.checkpoint("model")  # a cancelled run never asks again
             attempt += 1
             self.emit(msgspec.structs.replace(requested, attempt=attempt))
+        self.flush()  # the request is durable before the model is asked
         content, stop_reason, usage = call()
         responded = ModelResponded(
             call_index=requested.call_index,
@@ -493,10 +446,11 @@ class RunRecorder:
     def _run_tool(
         self, run: Callable[[], ToolCallFinished | ToolFailed], attempt: int = 1
     ) -> ToolCallFinished | ToolFailed:
+        self.flush()  # tool_call_started is durable before the tool runs: never weaken this
         if self._before_tool is not None:
             self._before_tool()
         self.tool_attempt = attempt
-        stored = self.emit(run()).event
+        stored = self.emit(run())
         # The stored form: a large result is an artifact ref from here on (docs/context.md).
         assert isinstance(stored, ToolCallFinished | ToolFailed)
         return stored

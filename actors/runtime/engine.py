@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,14 +111,20 @@ class Engine:
         self.store: EventStore
         #: The Task WALs of a PostgreSQL store (its ``task_wal`` table); None: files.
         self.table_wals: TaskWals | None
-        self.store, self.table_wals = _open_store(home, store, durability, read_only=read_only)
+        fault = fault or FaultPlan()
+        self.store, self.table_wals = _open_store(
+            home, store, durability, read_only=read_only, fault_hook=fault.store_hook()
+        )
         self.clock: Clock = clock or SystemClock()
         self.ids: IdSource = ids or DerivedIds()
         self.settings = settings or RunSettings()
-        fault = fault or FaultPlan()
         # One hook for the engine's lifetime: its count spans every run.
         self._before_tool = fault.before_tool_hook()
         self.writer = Writer(self.store, after_commit=fault.commit_hook(), read_only=read_only)
+        #: Runs commit their events in groups, at most one commit before each side effect
+        #: (docs/replay-and-recovery.md); False commits each event on its own (the log is
+        #: the same: benchmarks and tests compare the two).
+        self.group_commits = True
         # The run digest's log lines, from commits; nothing subscribed when info is off.
         self._run_logs = None if read_only else RunLogs.attach(self.writer)
         # Spans of every run committed; with tracing off nothing is subscribed.
@@ -352,15 +358,22 @@ class Engine:
             artifact_threshold=self.store.artifact_threshold,
             hooks=kw.pop("hooks", self.hooks),
             task_wals=self.table_wals,
+            group_commits=self.group_commits,
             **kw,
         )
 
 
 def _open_store(
-    home: Path, store: str | None, durability: Durability, *, read_only: bool
+    home: Path,
+    store: str | None,
+    durability: Durability,
+    *,
+    read_only: bool,
+    fault_hook: Callable[[str], None] | None = None,
 ) -> tuple[EventStore, TaskWals | None]:
     """The store of ``home`` (SQLite), or at the ``postgresql://`` URL ``store`` with the
-    Task WAL table beside it."""
+    Task WAL table beside it. ``fault_hook``: the crash tests' seam inside SQLite's append
+    transaction (:meth:`FaultPlan.store_hook`)."""
     if store is not None and is_postgres_url(store):
         return open_store(store, read_only=read_only), pg_task_wals(store)
     sqlite = SQLiteStore(
@@ -368,6 +381,7 @@ def _open_store(
         artifacts_dir=home / "artifacts",
         durability=durability,
         read_only=read_only,
+        fault_hook=fault_hook,
     )
     return sqlite, None
 

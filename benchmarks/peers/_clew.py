@@ -133,8 +133,19 @@ def interrupt(folder: Path) -> str:
     return sid
 
 
-def worker_run(folder: Path, durability: str, tool_turns: int) -> float:
-    """Case 4: one main run whose one worker calls the tool ``tool_turns`` times; seconds."""
+def worker_run(
+    folder: Path,
+    durability: str,
+    tool_turns: int,
+    *,
+    group_commits: bool = True,
+    commits: list[int] | None = None,
+) -> float:
+    """Case 4: one main run whose one worker calls the tool ``tool_turns`` times; seconds.
+
+    ``group_commits=False``: one commit per event (clew before issue 17's group commits).
+    ``commits``: gets the number of commits of the run appended.
+    """
     look = {"tool_calls": [{"name": "echo", "arguments": {"text": "x" * 200}}]}
     model = ScriptedModel(
         {
@@ -146,11 +157,17 @@ def worker_run(folder: Path, durability: str, tool_turns: int) -> float:
         }
     )
     with open_runtime(folder, durability, max_turns=tool_turns + 2) as rt:
+        rt._engine.group_commits = group_commits
         session = rt.new_session()
+        counted = [0]
+        unsubscribe = rt.writer.subscribe(lambda _batch: counted.__setitem__(0, counted[0] + 1))
         t0 = time.perf_counter()
         outcome = session.run("go", model=model, tools=[echo])
         seconds = time.perf_counter() - t0
+        unsubscribe()
         assert outcome.status == "completed", outcome
+    if commits is not None:
+        commits.append(counted[0])
     return seconds
 
 

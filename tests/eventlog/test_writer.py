@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from eventlog.blocks import TextBlock
+from eventlog.blocks import JsonBlock, TextBlock
 from eventlog.errors import InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import Node, NodeAppended, SessionCreated, TodoUpdated
 from eventlog.records import AppendRequest, StoredEvent
@@ -279,3 +279,94 @@ def test_a_node_appended_through_the_writer_is_on_the_active_path(tmp_path: Path
     )
     writer.stop()
     assert ["n1"] == [n.node_id for n in SQLiteStore(tmp_path / "s.sqlite").read_active_path(sid)]
+
+
+# --- submit_group: one turn's events in one transaction (issue 17) ----------------------
+
+
+class Commits:
+    """An ``after_commit`` hook that keeps the events of each commit."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[StoredEvent]] = []
+
+    def __call__(self, _total: int, batch: list[StoredEvent]) -> None:
+        self.batches.append(batch)
+
+
+def test_a_group_commits_in_one_transaction_and_resolves_with_every_stored_event(
+    path: Path,
+) -> None:
+    commits = Commits()
+    writer = Writer(SQLiteStore(path), after_commit=commits)
+    writer.append(created())
+    group = [todo(str(i), run_id="r1") for i in range(7)]
+    stored = writer.submit_group(group).get(timeout=WAIT)
+    writer.stop()
+    assert [1, 7] == [len(b) for b in commits.batches]
+    assert [(f"r1#{i + 1}", i + 1) for i in range(7)] == [(e.event_id, e.run_seq) for e in stored]
+    assert commits.batches[1] == stored
+
+
+def test_a_group_is_never_split_across_commits_even_past_max_batch(path: Path) -> None:
+    gate = Gate()
+    writer = Writer(SQLiteStore(path), after_commit=gate, max_batch=4)
+    first = writer.submit(created())
+    assert gate.entered.wait(WAIT)
+    singles = [writer.submit(todo(f"s{i}")) for i in range(3)]
+    group = writer.submit_group([todo(f"g{i}") for i in range(6)])
+    last = writer.submit(todo("after"))
+    gate.release.set()
+    _wait([first, *singles, group, last])
+    writer.stop()
+    # The three singles fill a batch the group does not fit; the group (6 > max_batch)
+    # commits alone, whole; the single after it starts the next batch.
+    assert [["s0", "s1", "s2"], [f"g{i}" for i in range(6)], ["after"]] == [
+        [e.event.note for e in b if isinstance(e.event, TodoUpdated)] for b in gate.commits[1:]
+    ]
+
+
+def test_a_group_gives_each_requests_stored_events_and_artifacts_before_their_event(
+    path: Path,
+) -> None:
+    writer = Writer(SQLiteStore(path, artifact_threshold=64))
+    writer.append(created())
+    big = Node(
+        node_id="n1", parent_id=None, agent_id="a1", role="user",
+        content=[JsonBlock(data={"rows": list(range(100))})],
+    )  # fmt: skip
+    future = writer.submit_group([todo("a"), appended(big), todo("b")])
+    per_request = future.results(timeout=WAIT)
+    flat = future.get(timeout=WAIT)
+    writer.stop()
+    assert [["todo_updated"], ["artifact_created", "node_appended"], ["todo_updated"]] == [
+        [e.event_type for e in r] for r in per_request if isinstance(r, list)
+    ]
+    assert [e for r in per_request if isinstance(r, list) for e in r] == flat
+    assert [2, 3, 4, 5] == [e.seq for e in flat]
+
+
+def test_a_failing_request_of_a_group_raises_its_error_and_the_others_commit(
+    writer: Writer, path: Path
+) -> None:
+    future = writer.submit_group([todo("a"), todo("x", sid=OTHER), todo("b")])
+    with pytest.raises(UnknownSession):
+        future.get(timeout=WAIT)
+    ok1, failed, ok2 = future.results(timeout=WAIT)
+    assert isinstance(failed, UnknownSession)
+    assert isinstance(ok1, list) and isinstance(ok2, list)
+    assert ["a", "b"] == [
+        e.event.note for e in SQLiteStore(path).read_events(SID) if isinstance(e.event, TodoUpdated)
+    ]
+
+
+def test_an_empty_group_resolves_at_once_with_nothing(writer: Writer) -> None:
+    future = writer.submit_group([])
+    assert ([], []) == (future.get(timeout=0), future.results(timeout=0))
+
+
+def test_a_single_requests_future_gives_one_result(writer: Writer) -> None:
+    future = writer.submit(todo("one"))
+    [only] = future.results(timeout=WAIT)
+    assert isinstance(only, list)
+    assert ["todo_updated"] == [e.event_type for e in only]

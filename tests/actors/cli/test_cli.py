@@ -525,7 +525,9 @@ def test_a_fault_injected_kill_after_40_events_is_resumed_by_the_cli(empty: Wher
     killed = run_process(empty, "demo", CLEW_FAULT_KILL_AFTER_EVENTS="40")
     assert -signal.SIGKILL == killed.code
     sid = killed.out.split()[1]
-    assert 41 >= count_events(empty.home, sid) >= 40
+    # Killed right after the commit holding the 40th event: a group commit (issue 17)
+    # may hold a few more.
+    assert 48 >= count_events(empty.home, sid) >= 40
     assert 0 == invoke(empty, "resume", sid, "--json").code
     assert 0 == invoke(empty, "verify", sid).code
     assert 0 == invoke(empty, "replay", sid).code

@@ -1,7 +1,12 @@
 """Fault injection: SIGKILL a demo session at many points, resume it, check everything.
 
 A representative subset of kill points runs by default; ``CLEW_CRASH_SWEEP=full`` runs
-every point (≥ 50: after each odd committed event, and before each tool run).
+every point (≥ 50 distinct: after each group commit, before each tool run, and inside
+group commits).
+
+A run commits its events in groups (issue 17), so "after the k-th event" kills right after
+the commit that holds it; "inside the commit" kills while the k-th event row is written,
+before its group's COMMIT: none of that group may survive.
 """
 
 from __future__ import annotations
@@ -20,8 +25,14 @@ from projections import verify
 WORKERS = 3
 FULL = os.environ.get("CLEW_CRASH_SWEEP") == "full"
 
-EVENT_POINTS = list(range(2, 101, 2)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
+# Full: every k from 2 (1 is the session's own event: no run yet), so each of the ~36
+# group commits of the 104-event run is a kill point (every other k, as before group
+# commits, would skip 6 of them).
+EVENT_POINTS = list(range(2, 101)) if FULL else [2, 5, 11, 19, 28, 37, 46, 58, 71, 86, 97]
 TOOL_POINTS = list(range(1, 7)) if FULL else [2, 5]
+# From the 5th row: rows 2-4 (run_started, the Brain's agent, its status) are the run's
+# first group; killed inside it, no run exists and there is nothing to resume.
+INSIDE_POINTS = list(range(5, 104, 8)) if FULL else [9, 40, 83]
 
 
 Shape = list[tuple[str, str | None, str, str]]
@@ -126,6 +137,15 @@ def test_a_session_killed_right_before_a_tool_runs_resumes_without_running_it_tw
     tmp_path: Path, k: int, reference: Shape
 ) -> None:
     _kill_resume_and_assert_recovered(tmp_path, reference, {"CLEW_FAULT_KILL_BEFORE_TOOL": str(k)})
+
+
+@pytest.mark.parametrize("k", INSIDE_POINTS)
+def test_a_session_killed_inside_a_group_commit_resumes_to_the_same_tree(
+    tmp_path: Path, reference: Shape, k: int
+) -> None:
+    _kill_resume_and_assert_recovered(
+        tmp_path, reference, {"CLEW_FAULT_KILL_INSIDE_COMMIT": str(k)}
+    )
 
 
 @pytest.mark.parametrize(("k", "j"), [(30, 12), (60, 25)])

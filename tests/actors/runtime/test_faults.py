@@ -13,7 +13,7 @@ from actors.errors import UsageError
 from actors.runtime.faults import FAULT_VARIABLES, FaultPlan
 from eventlog.errors import Refused
 
-AFTER, BEFORE = FAULT_VARIABLES
+AFTER, BEFORE, INSIDE = FAULT_VARIABLES
 
 
 @pytest.fixture
@@ -24,10 +24,12 @@ def kills(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return recorded
 
 
-def test_both_variables_are_parsed_as_counts() -> None:
-    expected = FaultPlan(kill_after_events=40, kill_before_tool=3)
+def test_every_variable_is_parsed_as_a_count() -> None:
+    expected = FaultPlan(kill_after_events=40, kill_before_tool=3, kill_inside_commit=7)
 
-    assert expected == FaultPlan.from_env({AFTER: "40", BEFORE: "3", "CLEW_HOME": "/elsewhere"})
+    assert expected == FaultPlan.from_env(
+        {AFTER: "40", BEFORE: "3", INSIDE: "7", "CLEW_HOME": "/elsewhere"}
+    )
 
 
 @pytest.mark.parametrize("name", FAULT_VARIABLES)
@@ -42,12 +44,24 @@ def test_a_count_that_is_not_a_positive_integer_is_a_usage_error_naming_it(
     assert f"{name} must be a positive integer, not {raw!r}" == str(caught.value)
 
 
-@pytest.mark.parametrize("env", [{}, {AFTER: "", BEFORE: ""}], ids=["unset", "empty"])
+@pytest.mark.parametrize("env", [{}, {AFTER: "", BEFORE: "", INSIDE: ""}], ids=["unset", "empty"])
 def test_without_fault_variables_there_is_no_plan_and_no_hook(env: dict[str, str]) -> None:
     plan = FaultPlan.from_env(env)
 
     assert FaultPlan() == plan
-    assert (None, None) == (plan.commit_hook(), plan.before_tool_hook())
+    assert (None, None, None) == (plan.commit_hook(), plan.before_tool_hook(), plan.store_hook())
+
+
+def test_the_store_hook_kills_at_the_kth_event_row_and_ignores_other_steps(
+    kills: list[str],
+) -> None:
+    hook = FaultPlan(kill_inside_commit=3).store_hook()
+    assert hook is not None
+    seen = []
+    for step in ["before_materialise", "before_event_row"] * 3:
+        hook(step)
+        seen.append(len(kills))
+    assert [0, 0, 0, 0, 0, 1] == seen
 
 
 def test_the_commit_hook_kills_once_the_kth_event_is_committed(kills: list[str]) -> None:

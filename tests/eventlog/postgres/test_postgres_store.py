@@ -19,7 +19,9 @@ from eventlog import open_store
 from eventlog.errors import DeletedSession, ReadOnlyStore, StoreError, UnknownSession
 from eventlog.events import ArtifactCreated
 from eventlog.postgres import PostgresStore
+from eventlog.records import StoredEvent
 from eventlog.store import EventStore
+from eventlog.writer import Writer
 from tests.eventlog.store_conformance import (
     OTHER,
     SID,
@@ -103,6 +105,16 @@ def test_writers_in_several_processes_number_one_session_without_gaps(pg_url: st
         ]
     assert total == store.check_chain(SID).events
     store.close()
+
+
+def test_a_writers_group_commits_in_one_postgres_transaction(pg_url: str) -> None:
+    batches: list[list[StoredEvent]] = []
+    writer = Writer(PostgresStore(pg_url), after_commit=lambda _n, batch: batches.append(batch))
+    writer.append(created())
+    stored = writer.submit_group([todo(str(i), run_id="r1") for i in range(7)]).get(timeout=60)
+    writer.stop()
+    assert [1, 7] == [len(b) for b in batches]
+    assert [(i + 2, i + 1) for i in range(7)] == [(e.seq, e.run_seq) for e in stored]
 
 
 def test_a_read_only_store_refuses_writes_and_reads(pg_url: str) -> None:
