@@ -308,12 +308,11 @@ class RunRecorder(RecorderWaits):
     # --- stored texts --------------------------------------------------------------------
 
     def store_content(self, event: ContentStored) -> None:
-        """Put a text requests refer to into the session's log (live only).
+        """Put a text requests refer to into the session's log (live only), in the group
+        commit of the request that refers to it.
 
         A session-level event, never compared. Replaying, it waits for the run to go live
         (a resume past a divergence): a request the recording holds has its text there.
-        Queued ahead of the request that refers to it (the writer keeps the order), not
-        waited for: that request's commit carries it.
         """
         if not self._live_allowed or self._writer is None:
             return
@@ -322,10 +321,9 @@ class RunRecorder(RecorderWaits):
             self._store_texts()
 
     def _store_texts(self) -> None:
-        assert self._writer is not None
         for event in self._texts:
             at = self._clock.now()
-            self._writer.submit(
+            self.commits.append(
                 AppendRequest(session_id=self.session_id, event=event, created_at=at)
             )
         self._texts.clear()
