@@ -40,12 +40,13 @@ from eventlog.row_decoding import (
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.store import SessionDeletion
 
-#: :data:`~eventlog.row_decoding.NODE_COLUMNS` of ``nodes n`` joined with its event ``e``.
-_NODE_COLUMNS = (
+_LEGACY_NODE_COLUMNS = (
     "n.node_id, n.node_seq, n.parent_id, n.agent_id, n.run_id, n.role, n.node_type,"
-    " n.content_json, n.metadata_json, n.token_count, n.created_at, n.event_seq, e.payload_json"
+    " n.content_json, n.metadata_json, n.token_count, n.created_at"
 )
-#: A row written since schema version 3 refers to its node_appended event for the content.
+#: :data:`~eventlog.row_decoding.NODE_COLUMNS` of ``nodes n`` joined with its event ``e``:
+#: a row written since schema version 3 refers to its node_appended event for the content.
+_NODE_COLUMNS = f"{_LEGACY_NODE_COLUMNS}, n.event_seq, e.payload_json"
 _EVENT_JOIN = "LEFT JOIN events e ON e.session_id = n.session_id AND e.seq = n.event_seq"
 
 
@@ -64,6 +65,25 @@ class PostgresReads:
     def __init__(self, connections: Connections) -> None:
         self._connections = connections
         self._streams = threading.local()
+        self._nodes_refer = False
+
+    def _node_select(self) -> tuple[str, str]:
+        """Return the select list of node rows (``nodes n``) and the join it needs.
+
+        A read-only store may read a database older than schema version 3, whose
+        ``nodes`` has no ``event_seq``: every row holds its content. Only a yes is
+        cached (another process may migrate the database meanwhile).
+        """
+        if not self._nodes_refer:
+            found = self._query(
+                "SELECT 1 FROM information_schema.columns"
+                " WHERE table_name = 'nodes' AND column_name = 'event_seq'"
+                " AND table_schema = current_schema()"
+            )
+            if not found:
+                return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
+            self._nodes_refer = True
+        return _NODE_COLUMNS, _EVENT_JOIN
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"):
@@ -193,9 +213,8 @@ class PostgresReads:
         return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = %s", (sid,))[0][0])
 
     def _nodes(self, where: str, params: Sequence[Any]) -> list[NodeRow]:
-        rows = self._query(
-            f"SELECT {_NODE_COLUMNS} FROM nodes n {_EVENT_JOIN} WHERE {where}", params
-        )
+        columns, join = self._node_select()
+        rows = self._query(f"SELECT {columns} FROM nodes n {join} WHERE {where}", params)
         return [node_row(r) for r in rows]
 
     def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
@@ -223,6 +242,7 @@ class PostgresReads:
             node_id = self.read_session(sid).active_node_id
             if node_id is None:
                 return []
+        columns, join = self._node_select()
         rows = self._query(
             f"""WITH RECURSIVE path(node_id, depth) AS (
                     SELECT %s::text, 0
@@ -231,9 +251,9 @@ class PostgresReads:
                     JOIN path ON n.session_id = %s AND n.node_id = path.node_id
                     WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
                 )
-                SELECT {_NODE_COLUMNS} FROM path JOIN nodes n
+                SELECT {columns} FROM path JOIN nodes n
                     ON n.session_id = %s AND n.node_id = path.node_id
-                {_EVENT_JOIN}
+                {join}
                 ORDER BY path.depth DESC""",
             (node_id, sid, sid),
         )

@@ -158,7 +158,7 @@ MIGRATIONS: list[str] = [
     # metadata_json, run_id and token_count NULL. Rows written before keep them and are
     # read as they are: no row is rewritten (docs/storage.md).
     """
-    ALTER TABLE nodes ADD COLUMN event_seq BIGINT;
+    ALTER TABLE nodes ADD COLUMN IF NOT EXISTS event_seq BIGINT;
     ALTER TABLE nodes ALTER COLUMN content_json DROP NOT NULL;
     """,
 ]

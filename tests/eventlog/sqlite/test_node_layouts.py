@@ -21,7 +21,7 @@ import pytest
 from actors.runtime.copying import copy_sessions
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import TextBlock
-from eventlog.events import Node, NodeAppended
+from eventlog.events import Node, NodeAppended, SessionCreated
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.schema import SCHEMA_VERSION
@@ -179,4 +179,45 @@ def test_a_version_3_session_copies_to_a_new_home_and_reads_the_same(
         assert expected_reads() == reads(store, SID)
         assert verify(store, SID).ok
     finally:
+        store.close()
+
+
+def test_a_new_sessions_node_row_refers_to_its_event_and_holds_no_content(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "sessions.sqlite")
+    writer = Writer(store)
+    try:
+        sid = "sess_new"
+        writer.append(
+            AppendRequest(
+                session_id=sid,
+                event=SessionCreated(session_id=sid, cwd="/p", root_agent_id="a"),
+                created_at="t0",
+            )
+        )
+        stored = writer.append(
+            AppendRequest(
+                session_id=sid,
+                event=NodeAppended(node=node("n1", "", "a unique sentence")),
+                created_at="t1",
+            )
+        )
+        assert [("n1", stored.seq)] == store._query(f"SELECT node_id, event_seq FROM nodes_{sid}")
+        columns = [r[1] for r in store._query(f"PRAGMA table_info(nodes_{sid})")]
+        assert [
+            "node_id",
+            "node_seq",
+            "parent_id",
+            "agent_id",
+            "role",
+            "node_type",
+            "event_seq",
+        ] == (columns)
+        [(count,)] = store._query(
+            f"SELECT COUNT(*) FROM events_{sid} WHERE payload_json LIKE '%a unique sentence%'"
+        )
+        assert 1 == count
+    finally:
+        writer.stop()
         store.close()
