@@ -13,14 +13,16 @@ the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
 from __future__ import annotations
 
 import gc
+import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import apsw
+import msgspec
 
-from eventlog.codec import decode_event
+from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
 from eventlog.ids import validate_session_id
@@ -41,12 +43,15 @@ from eventlog.row_decoding import (
     run_row,
     session_row,
 )
-from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
+from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.schema import nodes_by_reference
 from eventlog.sqlite.transaction import translate_errors
 from eventlog.store import SessionDeletion
+
+_encode = msgspec.json.Encoder().encode
+_sha256 = hashlib.sha256
 
 
 @contextmanager
@@ -199,15 +204,36 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            step = walk.step
+            # The chain is followed inline (eventlog.sqlite.chain's link and ChainWalk.step
+            # unrolled): a method call and a tuple per row cost ~20% of the read
+            # (docs/performance.md). A row the inline test does not pass goes to the walk,
+            # which accepts a legacy row or raises naming the break.
+            fast_from = walk.fast_from()
+            prev, digest, count, seq = b"", GENESIS, 0, 0
+            decode, current_of = EVENT_DECODER.decode, CURRENT_BY_CLASS
             for a, b, c, d, e, f, g, h, i, j, k, stored_hash in rows:
-                step((a, b, c, d, e, f, g, h, i, j, k), stored_hash)
+                values = (a, b, c, d, e, f, g, h, i, j, k)
+                digest = _sha256(prev + _encode(values)).hexdigest()
+                if digest != stored_hash or b < fast_from:
+                    digest = walk.slow_step(values, stored_hash, prev.decode(), count)
+                prev = digest.encode()
+                count += 1
+                seq = b
                 try:
-                    event = decode_event(j)
-                except DecodeError as err:
-                    raise DecodeError(f"event {a} (seq {b}): {err}") from err
+                    event = decode(j)
+                    current = current_of[type(event)]
+                    # codec.decode_event's test for the current version, inlined.
+                    if event.schema_version != current or (
+                        current != 1 and '"schema_version"' not in j
+                    ):
+                        event = decode_event(j)
+                except (msgspec.DecodeError, DecodeError):
+                    try:
+                        event = decode_event(j)  # upcasts an older shape, or names the error
+                    except DecodeError as err:
+                        raise DecodeError(f"event {a} (seq {b}): {err}") from err
                 yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
-            walk.finish()
+            walk.settle(digest, count, seq)
 
     def check_chain(self, session_id: str) -> ChainStatus:
         """Follow the session's hash chain over every event (payloads are not decoded).
@@ -218,9 +244,7 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            for *values, stored_hash in rows:
-                walk.step(tuple(values), stored_hash)
-            return walk.finish()
+            return follow_chain(walk, rows)
 
     @contextmanager
     def _whole_session(self, sid: str) -> Iterator[tuple[ChainWalk, Iterator[Any]]]:
