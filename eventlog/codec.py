@@ -22,6 +22,9 @@ Upcaster = Callable[[Payload], Payload]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Event)
+#: The decoder of the union of every event at its current version: a hot reader may call
+#: it inline, and must then apply :func:`decode_event`'s version test (or call it).
+EVENT_DECODER = _decoder
 _raw_decoder = msgspec.json.Decoder(dict[str, Any])
 
 
@@ -34,7 +37,7 @@ def _current_version(cls: type) -> int:
 
 CURRENT_VERSIONS: dict[str, int] = {tag: _current_version(c) for tag, c in EVENT_TYPES.items()}
 #: The same, keyed by class: the hot decode path avoids two attribute lookups per event.
-_CURRENT_BY_CLASS: dict[type, int] = {c: CURRENT_VERSIONS[t] for t, c in EVENT_TYPES.items()}
+CURRENT_BY_CLASS: dict[type, int] = {c: CURRENT_VERSIONS[t] for t, c in EVENT_TYPES.items()}
 UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 
 
@@ -100,7 +103,7 @@ def decode_event(data: bytes | str) -> Event:
     """
     try:
         event = _decoder.decode(data)
-        current = _CURRENT_BY_CLASS[type(event)]
+        current = CURRENT_BY_CLASS[type(event)]
         # A payload without the field is version 1: only the fast path's default would
         # claim otherwise, and only for types that have moved past version 1.
         if event.schema_version == current and (current == 1 or _has_version(data)):

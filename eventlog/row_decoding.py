@@ -13,6 +13,9 @@ from typing import Any
 import msgspec
 
 from eventlog.blocks import ContentBlock
+from eventlog.codec import decode_event
+from eventlog.errors import IntegrityError
+from eventlog.events import NodeAppended
 from eventlog.records import AgentRow, ArtifactRow, NodeRow, RunRow, SessionRow
 
 SESSION_COLUMNS = (
@@ -44,9 +47,26 @@ def session_row(row: Sequence[Any]) -> SessionRow:
     )
 
 
+#: A node row as both stores select it, whatever the layout of the row: the columns of a
+#: node row made before schema version 4 (content by value), then ``event_seq`` and the
+#: ``payload_json`` of that event (NULL, NULL for such a row). A row that refers to its
+#: event (``event_seq`` set) leaves run_id, content_json, metadata_json and token_count
+#: NULL: they come from the event's node.
+NODE_COLUMNS = (
+    "node_id, node_seq, parent_id, agent_id, run_id, role, node_type, content_json,"
+    " metadata_json, token_count, created_at, event_seq, payload_json"
+)
+
+
 def node_row(row: Sequence[Any]) -> NodeRow:
-    """Return the record of a node row (node_id, node_seq, parent_id, agent_id, run_id,
-    role, node_type, content_json, metadata_json, token_count, created_at)."""
+    """Return the record of a node row selected as :data:`NODE_COLUMNS`.
+
+    Raises:
+        IntegrityError: the row refers to an event that is not its node's
+            ``node_appended`` (or to none).
+    """
+    if row[11] is not None:
+        return _node_by_reference(row)
     return NodeRow(
         node_id=row[0],
         node_seq=row[1],
@@ -58,6 +78,35 @@ def node_row(row: Sequence[Any]) -> NodeRow:
         content=_blocks_decoder.decode(row[7]),
         metadata=loads(row[8]) or {},
         token_count=row[9],
+        created_at=row[10],
+    )
+
+
+def _node_by_reference(row: Sequence[Any]) -> NodeRow:
+    """The record of a node row whose content is in its ``node_appended`` event.
+
+    The tree's shape (parent, agent, role, type) is read from the row, the rest from the
+    event, so a row changed by hand still differs from the rebuild (``clew verify``).
+    """
+    node_id, seq, payload = row[0], row[11], row[12]
+    event = None if payload is None else decode_event(payload)
+    if not isinstance(event, NodeAppended) or event.node.node_id != node_id:
+        raise IntegrityError(
+            f"node {node_id} refers to event seq {seq}, which is not its node_appended:"
+            " the database was changed outside clew"
+        )
+    node = event.node
+    return NodeRow(
+        node_id=node_id,
+        node_seq=row[1],
+        parent_id=row[2],
+        agent_id=row[3],
+        run_id=node.run_id,
+        role=row[5],
+        node_type=row[6],
+        content=node.content,
+        metadata=node.metadata,
+        token_count=node.token_count,
         created_at=row[10],
     )
 

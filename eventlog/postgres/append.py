@@ -264,7 +264,8 @@ class BatchAppend:
         node_seq = None
         if isinstance(event, NodeAppended):
             node_seq = state.node_seq[sid] = state.node_seq[sid] + 1
-        materialise(conn, node_seq, sid, req, event)
+        # _insert_event below numbers the event state.seq[sid] + 1: the node row refers to it.
+        materialise(conn, node_seq, sid, req, event, event_seq=state.seq[sid] + 1)
         if self._fault is not None:
             self._fault("before_event_row")
         out.append(self._insert_event(conn, state, req, event, pending))

@@ -65,7 +65,10 @@ def _kept(conn: Conn, sid: str) -> set[str]:
     texts = [
         r[0]
         for r in conn.execute(
-            "SELECT content_json FROM nodes WHERE session_id <> %s AND content_json LIKE %s"
+            # A node's content is in its node_appended event (and, for a row written
+            # before schema version 3, in the row too): the events are searched.
+            "SELECT payload_json FROM events WHERE session_id <> %s"
+            " AND event_type = 'node_appended' AND payload_json LIKE %s"
             " UNION ALL"
             " SELECT path FROM artifacts WHERE session_id <> %s AND path LIKE %s",
             (sid, like, sid, like),

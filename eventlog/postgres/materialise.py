@@ -54,14 +54,20 @@ def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None
 
 
 def materialise(  # noqa: C901 - one case per materialised event type, as on SQLite
-    conn: Conn, node_seq: int | None, sid: str, req: AppendRequest, event: Event
+    conn: Conn,
+    node_seq: int | None,
+    sid: str,
+    req: AppendRequest,
+    event: Event,
+    event_seq: int | None = None,
 ) -> None:
-    """Apply ``event`` to the materialised tables (``node_seq``: a node_appended's number)."""
+    """Apply ``event`` to the materialised tables (for a node_appended: ``node_seq``, the
+    node's number, and ``event_seq``, the seq its event takes)."""
     at = req.created_at
     match event:
         case NodeAppended():
-            assert node_seq is not None
-            _insert_node(conn, sid, event.node, node_seq, at)
+            assert node_seq is not None and event_seq is not None
+            _insert_node(conn, sid, event.node, node_seq, event_seq, at)
             if event.activate:
                 _set_active_node(conn, sid, event.node.node_id)
         case ActiveNodeSwitched(to_node_id=to_node):
@@ -111,22 +117,22 @@ def _set_active_node(conn: Conn, sid: str, node_id: str) -> None:
     conn.execute("UPDATE sessions SET active_node_id = %s WHERE session_id = %s", (node_id, sid))
 
 
-def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, at: str) -> None:
+def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, event_seq: int, at: str) -> None:
+    # The content, metadata, run and token count live in the event (seq ``event_seq``)
+    # this request inserts next: stored once. The row keeps the tree's shape.
     conn.execute(
-        "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO nodes (session_id, node_id, node_seq, parent_id, agent_id, role,"
+        " node_type, created_at, event_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             sid,
             node.node_id,
             node_seq,
             node.parent_id,
             node.agent_id,
-            node.run_id,
             node.role,
             node.node_type,
-            encode(node.content).decode(),
-            _json_or_none(node.metadata),
-            node.token_count,
             at,
+            event_seq,
         ),
     )
 

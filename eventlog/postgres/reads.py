@@ -40,10 +40,14 @@ from eventlog.row_decoding import (
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.store import SessionDeletion
 
-_NODE_COLUMNS = (
-    "node_id, node_seq, parent_id, agent_id, run_id, role, node_type, content_json,"
-    " metadata_json, token_count, created_at"
+_LEGACY_NODE_COLUMNS = (
+    "n.node_id, n.node_seq, n.parent_id, n.agent_id, n.run_id, n.role, n.node_type,"
+    " n.content_json, n.metadata_json, n.token_count, n.created_at"
 )
+#: :data:`~eventlog.row_decoding.NODE_COLUMNS` of ``nodes n`` joined with its event ``e``:
+#: a row written since schema version 3 refers to its node_appended event for the content.
+_NODE_COLUMNS = f"{_LEGACY_NODE_COLUMNS}, n.event_seq, e.payload_json"
+_EVENT_JOIN = "LEFT JOIN events e ON e.session_id = n.session_id AND e.seq = n.event_seq"
 
 
 def _event(row: Sequence[Any]) -> StoredEvent:
@@ -61,6 +65,25 @@ class PostgresReads:
     def __init__(self, connections: Connections) -> None:
         self._connections = connections
         self._streams = threading.local()
+        self._nodes_refer = False
+
+    def _node_select(self) -> tuple[str, str]:
+        """Return the select list of node rows (``nodes n``) and the join it needs.
+
+        A read-only store may read a database older than schema version 3, whose
+        ``nodes`` has no ``event_seq``: every row holds its content. Only a yes is
+        cached (another process may migrate the database meanwhile).
+        """
+        if not self._nodes_refer:
+            found = self._query(
+                "SELECT 1 FROM information_schema.columns"
+                " WHERE table_name = 'nodes' AND column_name = 'event_seq'"
+                " AND table_schema = current_schema()"
+            )
+            if not found:
+                return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
+            self._nodes_refer = True
+        return _NODE_COLUMNS, _EVENT_JOIN
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"):
@@ -197,24 +220,27 @@ class PostgresReads:
         return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = %s", (sid,))[0][0])
 
     def _nodes(self, where: str, params: Sequence[Any]) -> list[NodeRow]:
-        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE {where}", params)
+        columns, join = self._node_select()
+        rows = self._query(f"SELECT {columns} FROM nodes n {join} WHERE {where}", params)
         return [node_row(r) for r in rows]
 
     def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
         """Return one node, or None."""
         sid = self._require(session_id)
-        rows = self._nodes("session_id = %s AND node_id = %s", (sid, node_id))
+        rows = self._nodes("n.session_id = %s AND n.node_id = %s", (sid, node_id))
         return rows[0] if rows else None
 
     def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
         """Return the children of ``node_id`` in node_seq order."""
         sid = self._require(session_id)
-        return self._nodes("session_id = %s AND parent_id = %s ORDER BY node_seq", (sid, node_id))
+        return self._nodes(
+            "n.session_id = %s AND n.parent_id = %s ORDER BY n.node_seq", (sid, node_id)
+        )
 
     def read_nodes(self, session_id: str) -> list[NodeRow]:
         """Return every node of the session in node_seq order."""
         sid = self._require(session_id)
-        return self._nodes("session_id = %s ORDER BY node_seq", (sid,))
+        return self._nodes("n.session_id = %s ORDER BY n.node_seq", (sid,))
 
     def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
         """Return the path root → ``node_id`` (default: the active node), via a recursive CTE."""
@@ -223,7 +249,7 @@ class PostgresReads:
             node_id = self.read_session(sid).active_node_id
             if node_id is None:
                 return []
-        cols = ", ".join(f"n.{c.strip()}" for c in _NODE_COLUMNS.split(","))
+        columns, join = self._node_select()
         rows = self._query(
             f"""WITH RECURSIVE path(node_id, depth) AS (
                     SELECT %s::text, 0
@@ -232,8 +258,9 @@ class PostgresReads:
                     JOIN path ON n.session_id = %s AND n.node_id = path.node_id
                     WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
                 )
-                SELECT {cols} FROM path JOIN nodes n
+                SELECT {columns} FROM path JOIN nodes n
                     ON n.session_id = %s AND n.node_id = path.node_id
+                {join}
                 ORDER BY path.depth DESC""",
             (node_id, sid, sid),
         )

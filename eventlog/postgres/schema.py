@@ -153,6 +153,14 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX deleted_sessions_by_id ON deleted_sessions (session_id);
     """,
+    # Version 3: a node's content is stored once, in its node_appended event; a node row
+    # written from now on refers to that event (event_seq) and leaves content_json,
+    # metadata_json, run_id and token_count NULL. Rows written before keep them and are
+    # read as they are: no row is rewritten (docs/storage.md).
+    """
+    ALTER TABLE nodes ADD COLUMN IF NOT EXISTS event_seq BIGINT;
+    ALTER TABLE nodes ALTER COLUMN content_json DROP NOT NULL;
+    """,
 ]
 
 #: The schema version this code writes.

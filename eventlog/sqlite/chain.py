@@ -22,7 +22,7 @@ can recompute every hash) is written down in ``docs/replay-and-recovery.md``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
@@ -114,6 +114,32 @@ class ChainWalk:
                 f" is said to start at seq {chain_from} (sessions.chain_from was changed)"
             )
 
+    def fast_from(self) -> int | float:
+        """Return the first seq from which a reader may check rows inline (:meth:`settle`).
+
+        From there a row is sound exactly when its stored hash equals the running digest;
+        any other row (a legacy one, a missing or wrong hash, or every row of a file
+        without the chain: ``inf``) goes through :meth:`step`.
+        """
+        return float("inf") if self.chain_from is None else max(self.chain_from, 1)
+
+    def slow_step(self, row: Sequence[Any], stored: str | None, digest: str, count: int) -> str:
+        """Check ``row`` with :meth:`step`, after ``count`` rows whose running digest was
+        ``digest`` checked inline by the reader; return the digest after it.
+
+        Raises:
+            IntegrityError: as :meth:`step`.
+        """
+        self.digest, self.events, self.last_seq = digest, count, 0
+        self.step(row, stored)
+        return self.digest
+
+    def settle(self, digest: str, count: int, last_seq: int) -> ChainStatus:
+        """Take the state of a reader that walked ``count`` rows (the last ``last_seq``)
+        inline, ending with ``digest``; then :meth:`finish`."""
+        self.digest, self.events, self.last_seq = digest, count, last_seq
+        return self.finish()
+
     def finish(self) -> ChainStatus:
         """Check the chain head against the last row; return what was walked.
 
@@ -129,3 +155,24 @@ class ChainWalk:
                     " newer events were removed or the head was changed"
                 )
         return ChainStatus(session_id=self.sid, events=self.events, legacy_events=self.legacy)
+
+
+def follow_chain(walk: ChainWalk, rows: Iterable[Sequence[Any]]) -> ChainStatus:
+    """Walk ``rows`` (the values of :data:`EVENT_COLUMNS`, then the stored hash) with
+    ``walk``, checking each row inline and only a row that does not pass with
+    :meth:`ChainWalk.step`; return :meth:`ChainWalk.finish`'s status.
+
+    Raises:
+        IntegrityError: as :meth:`ChainWalk.step` and :meth:`ChainWalk.finish`.
+    """
+    fast_from = walk.fast_from()
+    prev, digest, count, seq = b"", GENESIS, 0, 0
+    for row in rows:
+        values, stored = row[:-1], row[-1]
+        digest = _sha256(prev + _encode(values)).hexdigest()
+        seq = values[1]
+        if digest != stored or seq < fast_from:
+            digest = walk.slow_step(values, stored, prev.decode(), count)
+        prev = digest.encode()
+        count += 1
+    return walk.settle(digest, count, seq)

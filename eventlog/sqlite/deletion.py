@@ -70,10 +70,14 @@ def kept_paths(conn: apsw.Connection, sid: str) -> set[str]:
     ]
     texts: list[str | None] = []
     for other in others:
+        # A node's content is in its node_appended event (and, in a session made before
+        # schema version 4, in its row too): the events are searched.
         texts += [
             r[0]
             for r in conn.execute(
-                f"SELECT content_json FROM nodes_{other} WHERE content_json LIKE ?", (like,)
+                f"SELECT payload_json FROM events_{other}"
+                " WHERE event_type = 'node_appended' AND payload_json LIKE ?",
+                (like,),
             )
         ]
     texts += [

@@ -137,12 +137,32 @@ def materialise(
 def _append_node(
     conn: apsw.Connection, counters: Counters, sid: str, event: NodeAppended, at: str
 ) -> None:
-    _insert_node(conn, sid, event.node, counters.next_node_seq(conn, sid), at)
+    node, node_seq = event.node, counters.next_node_seq(conn, sid)
+    if counters.nodes_by_reference(conn, sid):
+        # The content lives in the event this request inserts next (its seq): stored
+        # once. The row keeps the tree's shape, which the indexes and link reads need.
+        conn.execute(
+            f"INSERT INTO nodes_{sid} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                node.node_id,
+                node_seq,
+                node.parent_id,
+                node.agent_id,
+                node.role,
+                node.node_type,
+                counters.upcoming_seq(conn, sid),
+            ),
+        )
+    else:
+        _insert_legacy_node(conn, sid, node, node_seq, at)
     if event.activate:
-        counters.active[sid] = event.node.node_id
+        counters.active[sid] = node.node_id
 
 
-def _insert_node(conn: apsw.Connection, sid: str, node: Node, node_seq: int, at: str) -> None:
+def _insert_legacy_node(
+    conn: apsw.Connection, sid: str, node: Node, node_seq: int, at: str
+) -> None:
+    """A node of a session made before schema version 4: its row holds the content too."""
     conn.execute(
         f"INSERT INTO nodes_{sid} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (

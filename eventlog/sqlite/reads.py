@@ -13,14 +13,16 @@ the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
 from __future__ import annotations
 
 import gc
+import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import apsw
+import msgspec
 
-from eventlog.codec import decode_event
+from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
 from eventlog.ids import validate_session_id
@@ -41,11 +43,15 @@ from eventlog.row_decoding import (
     run_row,
     session_row,
 )
-from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
+from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
+from eventlog.sqlite.schema import nodes_by_reference
 from eventlog.sqlite.transaction import translate_errors
 from eventlog.store import SessionDeletion
+
+_encode = msgspec.json.Encoder().encode
+_sha256 = hashlib.sha256
 
 
 @contextmanager
@@ -93,6 +99,8 @@ class SQLiteReads:
         self._connections = connections
         self._chained = chained
         self._hash_column = "hash" if chained else "NULL"
+        #: Sessions whose node rows refer to their events (see :meth:`_node_source`).
+        self._nodes_by_reference: set[str] = set()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -196,15 +204,36 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            step = walk.step
+            # The chain is followed inline (eventlog.sqlite.chain's link and ChainWalk.step
+            # unrolled): a method call and a tuple per row cost ~20% of the read
+            # (docs/performance.md). A row the inline test does not pass goes to the walk,
+            # which accepts a legacy row or raises naming the break.
+            fast_from = walk.fast_from()
+            prev, digest, count, seq = b"", GENESIS, 0, 0
+            decode, current_of = EVENT_DECODER.decode, CURRENT_BY_CLASS
             for a, b, c, d, e, f, g, h, i, j, k, stored_hash in rows:
-                step((a, b, c, d, e, f, g, h, i, j, k), stored_hash)
+                values = (a, b, c, d, e, f, g, h, i, j, k)
+                digest = _sha256(prev + _encode(values)).hexdigest()
+                if digest != stored_hash or b < fast_from:
+                    digest = walk.slow_step(values, stored_hash, prev.decode(), count)
+                prev = digest.encode()
+                count += 1
+                seq = b
                 try:
-                    event = decode_event(j)
-                except DecodeError as err:
-                    raise DecodeError(f"event {a} (seq {b}): {err}") from err
+                    event = decode(j)
+                    current = current_of[type(event)]
+                    # codec.decode_event's test for the current version, inlined.
+                    if event.schema_version != current or (
+                        current != 1 and '"schema_version"' not in j
+                    ):
+                        event = decode_event(j)
+                except (msgspec.DecodeError, DecodeError):
+                    try:
+                        event = decode_event(j)  # upcasts an older shape, or names the error
+                    except DecodeError as err:
+                        raise DecodeError(f"event {a} (seq {b}): {err}") from err
                 yield StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
-            walk.finish()
+            walk.settle(digest, count, seq)
 
     def check_chain(self, session_id: str) -> ChainStatus:
         """Follow the session's hash chain over every event (payloads are not decoded).
@@ -215,9 +244,7 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            for *values, stored_hash in rows:
-                walk.step(tuple(values), stored_hash)
-            return walk.finish()
+            return follow_chain(walk, rows)
 
     @contextmanager
     def _whole_session(self, sid: str) -> Iterator[tuple[ChainWalk, Iterator[Any]]]:
@@ -299,25 +326,51 @@ class SQLiteReads:
         sid = self._require(session_id)
         return int(self._query(f"SELECT COUNT(*) FROM events_{sid}")[0][0])
 
+    def _node_source(self, sid: str) -> tuple[str, str]:
+        """Return the select list (:data:`~eventlog.row_decoding.NODE_COLUMNS`) of the
+        session's node rows, ``n`` the node table, and the join that list needs.
+
+        A session made since schema version 4 keeps a node's content only in its
+        ``node_appended`` event: its rows are joined with their event by ``seq`` (the
+        events table's rowid: one B-tree lookup per node). Older sessions' rows hold it.
+        """
+        if sid in self._nodes_by_reference or self._check_layout(sid):
+            return (
+                "n.node_id, n.node_seq, n.parent_id, n.agent_id, NULL, n.role, n.node_type,"
+                " NULL, NULL, NULL, e.created_at, n.event_seq, e.payload_json",
+                f"LEFT JOIN events_{sid} e ON e.seq = n.event_seq",
+            )
+        return "n.*, NULL, NULL", ""
+
+    def _check_layout(self, sid: str) -> bool:
+        """Read whether ``nodes_<sid>`` refers to its events. Only a yes is cached: a
+        session deleted and made again under its id has the new layout."""
+        with translate_errors("reading"):
+            by_reference = nodes_by_reference(self._connections.reader(), sid)
+        if by_reference:
+            self._nodes_by_reference.add(sid)
+        return by_reference
+
+    def _nodes(self, sid: str, where: str = "", params: Sequence[Any] = ()) -> list[NodeRow]:
+        columns, join = self._node_source(sid)
+        rows = self._query(f"SELECT {columns} FROM nodes_{sid} n {join} {where}", params)
+        return [node_row(r) for r in rows]
+
     def read_node(self, session_id: str, node_id: str) -> NodeRow | None:
         """Return one node, or None."""
         sid = self._require(session_id)
-        rows = self._query(f"SELECT * FROM nodes_{sid} WHERE node_id = ?", (node_id,))
-        return node_row(rows[0]) if rows else None
+        rows = self._nodes(sid, "WHERE n.node_id = ?", (node_id,))
+        return rows[0] if rows else None
 
     def read_children(self, session_id: str, node_id: str) -> list[NodeRow]:
         """Return the children of ``node_id`` in node_seq order."""
         sid = self._require(session_id)
-        rows = self._query(
-            f"SELECT * FROM nodes_{sid} WHERE parent_id = ? ORDER BY node_seq", (node_id,)
-        )
-        return [node_row(r) for r in rows]
+        return self._nodes(sid, "WHERE n.parent_id = ? ORDER BY n.node_seq", (node_id,))
 
     def read_nodes(self, session_id: str) -> list[NodeRow]:
         """Return every node of the session in node_seq order."""
         sid = self._require(session_id)
-        rows = self._query(f"SELECT * FROM nodes_{sid} ORDER BY node_seq")
-        return [node_row(r) for r in rows]
+        return self._nodes(sid, "ORDER BY n.node_seq")
 
     def read_node_links(self, session_id: str) -> list[tuple[str, str | None, str, str, str]]:
         """Return ``(node_id, parent_id, agent_id, role, node_type)`` of every node in
@@ -340,6 +393,7 @@ class SQLiteReads:
             node_id = self.read_session(sid).active_node_id
             if node_id is None:
                 return []
+        columns, join = self._node_source(sid)
         rows = self._query(
             f"""WITH RECURSIVE path(node_id, depth) AS (
                     SELECT ?, 0
@@ -348,8 +402,8 @@ class SQLiteReads:
                     JOIN path ON n.node_id = path.node_id
                     WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
                 )
-                SELECT n.* FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
-                ORDER BY path.depth DESC""",
+                SELECT {columns} FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
+                {join} ORDER BY path.depth DESC""",
             (node_id,),
         )
         return [node_row(r) for r in rows]

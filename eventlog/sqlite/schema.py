@@ -40,6 +40,17 @@ def _chain_the_events(conn: apsw.Connection) -> None:
         )
 
 
+def _nodes_by_reference(conn: apsw.Connection) -> None:
+    """Version 4: a session created from now on keeps its node content once, in the
+    ``node_appended`` event; its ``nodes_<sid>`` row refers to that event (``event_seq``).
+
+    No row is rewritten: a session's tables keep the layout they were made with
+    (:func:`nodes_by_reference` tells which) and both are read. The version exists so an
+    older clew, which would read a node row without its content, refuses the file.
+    """
+    del conn
+
+
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
 # shipped entry; add a new one.
 MIGRATIONS: list[Migration] = [
@@ -119,6 +130,7 @@ MIGRATIONS: list[Migration] = [
     );
     CREATE INDEX deleted_sessions_by_id ON deleted_sessions(session_id);
     """,
+    _nodes_by_reference,
 ]
 
 #: The schema version this code writes.
@@ -139,6 +151,13 @@ def session_tables_ddl(session_id: str) -> str:
     its event) writes 6 B-tree pages instead of 9: ~29 KB → ~21 KB of WAL per commit.
     Tables of sessions created before this keep their extra indexes (they still work;
     nothing migrates them), so only the column types and order are relied on.
+
+    A node row holds the tree's shape (what :meth:`read_node_links` and the parent and
+    id lookups need) and ``event_seq``, the seq of its ``node_appended`` event, whose
+    payload holds the node's content, metadata, run and token count: the content is
+    stored once (docs/storage.md). Sessions made before schema version 4 keep their
+    rows as they were: ``node_id, node_seq, parent_id, agent_id, run_id, role,
+    node_type, content_json, metadata_json, token_count, created_at``.
     """
     sid = validate_session_id(session_id)
     return f"""
@@ -147,13 +166,9 @@ def session_tables_ddl(session_id: str) -> str:
         node_seq INTEGER PRIMARY KEY,
         parent_id TEXT,
         agent_id TEXT NOT NULL,
-        run_id TEXT,
         role TEXT NOT NULL,
         node_type TEXT NOT NULL,
-        content_json TEXT NOT NULL,
-        metadata_json TEXT,
-        token_count INTEGER,
-        created_at TEXT NOT NULL
+        event_seq INTEGER NOT NULL
     );
     CREATE INDEX nodes_{sid}_by_parent ON nodes_{sid}(parent_id);
     CREATE TABLE events_{sid} (
@@ -172,6 +187,12 @@ def session_tables_ddl(session_id: str) -> str:
     );
     CREATE UNIQUE INDEX events_{sid}_by_run ON events_{sid}(run_id, run_seq);
     """
+
+
+def nodes_by_reference(conn: apsw.Connection, sid: str) -> bool:
+    """Return whether ``nodes_<sid>`` (``sid`` validated) refers to its events for the
+    content (made by schema version 4+) rather than holding it (``content_json``)."""
+    return any(row[1] == "event_seq" for row in conn.execute(f"PRAGMA table_info(nodes_{sid})"))
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -342,6 +342,40 @@ class StoreConformance:
             (n.node_id, n.node_seq) for n in session.read_nodes(SID)
         ]
 
+    def test_every_read_of_a_node_returns_what_its_event_carried(self, session: EventStore) -> None:
+        # The content, metadata, run and token count are read from the node's event
+        # (stored once): seq and node_seq differ here, and each node has every field set.
+        first = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            run_id="r1",
+            role="user",
+            node_type="task_instruction",
+            content=[TextBlock(text="héllo\n\u2028"), JsonBlock(data={"k": [1, None]})],
+            metadata={"why": {"nested": True}},
+            token_count=7,
+        )
+        second = Node(node_id="n2", parent_id="n1", agent_id="a2", role="assistant", content=[])
+        appended_first, _, appended_second = append(
+            session, appended(first), todo("between"), appended(second, activate=True)
+        )
+        rows = session.read_nodes(SID)
+        expected = [
+            NodeRow(
+                node_seq=i,
+                created_at=stored.created_at,
+                **msgspec.structs.asdict(n),
+            )
+            for i, (n, stored) in enumerate(
+                [(first, appended_first), (second, appended_second)], start=1
+            )
+        ]
+        assert expected == rows
+        assert expected == session.read_active_path(SID)
+        assert expected[1:] == session.read_children(SID, "n1")
+        assert expected[0] == session.read_node(SID, "n1")
+
     def test_read_node_of_a_missing_node_is_none(self, session: EventStore) -> None:
         assert session.read_node(SID, "nope") is None
 

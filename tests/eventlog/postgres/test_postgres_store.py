@@ -28,7 +28,9 @@ from tests.eventlog.store_conformance import (
     StoreConformance,
     StoreFactory,
     append,
+    appended,
     created,
+    node,
     todo,
 )
 
@@ -139,6 +141,46 @@ def test_an_unreachable_server_is_one_store_error_without_the_password() -> None
     with pytest.raises(StoreError) as caught:
         PostgresStore("postgresql://u:secret@127.0.0.1:1/db")
     assert "secret" not in str(caught.value)
+
+
+def test_a_node_row_refers_to_its_event_and_holds_no_content(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    _, stored = append(store, created(), appended(node("n1", text="a unique sentence")))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT event_seq, content_json, metadata_json, run_id FROM nodes"
+        ).fetchone()
+        [count] = conn.execute(
+            "SELECT COUNT(*) FROM events WHERE payload_json LIKE '%a unique sentence%'"
+        ).fetchone() or [0]
+    assert ((stored.seq, None, None, None), 1) == (row, count)
+    store.close()
+
+
+def test_read_only_reads_the_nodes_of_a_database_before_schema_3(pg_url: str) -> None:
+    writer = PostgresStore(pg_url)
+    append(writer, created(), appended(node("n1", text="old")), appended(node("n2", "n1")))
+    expected = writer.read_nodes(SID)
+    writer.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as clew before schema 3 left it
+        conn.execute(
+            "UPDATE nodes n SET metadata_json = '{}',"
+            " content_json = (e.payload_json::jsonb -> 'node' -> 'content')::text FROM events e"
+            " WHERE e.session_id = n.session_id AND e.seq = n.event_seq"
+        )
+        conn.execute("ALTER TABLE nodes DROP COLUMN event_seq")
+        conn.execute("UPDATE clew_schema SET version = 2")
+    reader = PostgresStore(pg_url, read_only=True)
+    assert expected == reader.read_nodes(SID)
+    assert expected == reader.read_active_path(SID)
+    reader.close()
+    migrated = PostgresStore(pg_url)  # a writable open migrates; the old rows still read
+    append(migrated, appended(node("n3", "n2", text="new")))
+    assert ["old", "hi", "new"] == [
+        n.content[0].text  # type: ignore[union-attr]
+        for n in migrated.read_active_path(SID)
+    ]
+    migrated.close()
 
 
 def test_read_only_reads_a_schema_1_database_without_the_deletion_audit(pg_url: str) -> None:
