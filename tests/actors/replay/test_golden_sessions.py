@@ -72,7 +72,19 @@ INTERRUPTED_TOOL = Golden(
 SCRIPTED = Golden(
     name="scripted", session_id="sess_20261130_232317_bfed", run_events=91, runs=6, main_runs=2
 )
-ALL = [DEMO, INTERRUPTED, INTERRUPTED_TOOL, SCRIPTED]
+#: Recorded by clew 7f22d07 (flow 2, requests by value, node content in the node rows):
+#: the first fixture of the flow that by-reference requests (flow 3) succeeded.
+INTERRUPTED_FLOW2 = Golden(
+    name="interrupted_flow2",
+    session_id="sess_20261201_105548_b20e",
+    run_events=59,
+    runs=4,
+    main_runs=1,
+    interrupted_runs=2,
+    # w1 and w3 saved their notes before the kill; w2 saves its note on resume.
+    notes_after_resume=("analyst was here", "engineer was here", "researcher was here"),
+)
+ALL = [DEMO, INTERRUPTED, INTERRUPTED_TOOL, SCRIPTED, INTERRUPTED_FLOW2]
 CRASHED = [g for g in ALL if g.interrupted_runs]
 
 
