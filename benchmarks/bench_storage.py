@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import apsw
+from bench_replay import prose
 
 from eventlog.blocks import TextBlock
 from eventlog.events import Node, NodeAppended, SessionCreated
@@ -30,33 +31,6 @@ from eventlog.sqlite import SQLiteStore
 from eventlog.writer import Writer
 
 SID = "sess_storage"
-WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumps",
-    "over",
-    "a",
-    "lazy",
-    "dog",
-    "while",
-    "clew",
-    "replays",
-    "every",
-    "event",
-]
-
-
-def prose(rng: random.Random, n_bytes: int) -> str:
-    """Return deterministic text of about ``n_bytes`` bytes."""
-    out: list[str] = []
-    size = 0
-    while size < n_bytes:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
 
 
 def write_steps(db: Path, steps: int) -> None:

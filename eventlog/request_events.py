@@ -49,11 +49,6 @@ class ModelRequested(_Event, frozen=True, kw_only=True, tag="model_requested"):
     max_tokens: int | None = None
     temperature: float | None = None
 
-    @property
-    def by_reference(self) -> bool:
-        """True when the request is recorded by reference (``tip``/``message_count``)."""
-        return self.message_count is not None
-
 
 ContentKind = Literal["system", "tools"]
 

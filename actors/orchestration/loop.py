@@ -34,7 +34,7 @@ from actors.orchestration.hooks import observe
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.orchestration.tool_call import run_tool
 from actors.replay.recorder import RunRecorder
-from actors.replay.requests import by_reference, content_hash
+from actors.replay.requests import content_hash, requested_event
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError
 from eventlog.events import (
@@ -263,28 +263,16 @@ def _requested(
 ) -> ModelRequested:
     """Return the ``model_requested`` event of ``request``: by reference in a run of flow
     3+ (its texts stored once in the session), else by value as older clews recorded it."""
-    if env.flow >= 3:
 
-        def store(kind: ContentKind, text: str) -> str:
-            ref = content_hash(text)
-            if env.contents.claim(ref):
-                rec.store_content(ContentStored(content_hash=ref, kind=kind, text=text))
-            return ref
+    def store(kind: ContentKind, text: str) -> str:
+        ref = content_hash(text)
+        if env.contents.claim(ref):
+            rec.store_content(ContentStored(content_hash=ref, kind=kind, text=text))
+        return ref
 
-        digest = rec.request_hash(request)
-        return by_reference(request, call_index=call_index, attempt=attempt,
-                            request_digest=digest, tip=tip, store=store)  # fmt: skip
-    return ModelRequested(
-        call_index=call_index,
-        attempt=attempt,
-        model=request.model,
-        role=request.role,
-        phase=request.phase,
-        request_hash=rec.request_hash(request),
-        messages=request.messages,
-        tools=[s.name for s in request.tools],
-        system=request.system,
-    )
+    return requested_event(request, call_index=call_index, attempt=attempt,
+                           request_digest=rec.request_hash(request), tip=tip,
+                           store=store if env.flow >= 3 else None)  # fmt: skip
 
 
 def _sampling(settings: ModelSettings | None) -> dict[str, Any]:

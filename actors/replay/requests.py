@@ -68,30 +68,39 @@ class ContentIndex:
             return True
 
 
-def by_reference(
+def requested_event(
     request: ModelRequest,
     *,
     call_index: int,
     attempt: int,
     request_digest: str,
-    tip: str | None,
-    store: Callable[[ContentKind, str], str],
+    tip: str | None = None,
+    store: Callable[[ContentKind, str], str] | None = None,
 ) -> ModelRequested:
-    """Return the by-reference ``model_requested`` of ``request``.
+    """Return the ``model_requested`` of ``request``: by value without ``store`` (as runs
+    of flows 1–2 record it), else by reference.
 
     ``tip``: the node whose path's context ``request.messages`` are (None: the messages
     are not a conversation's — a router's or a summariser's own — and are recorded by
     value). ``store(kind, text)`` stores a text once and returns its hash.
     """
-    return ModelRequested(
+    by_value = ModelRequested(
         call_index=call_index,
         attempt=attempt,
         model=request.model,
         role=request.role,
         phase=request.phase,
         request_hash=request_digest,
-        messages=[] if tip is not None else request.messages,
+        messages=request.messages,
         tools=[s.name for s in request.tools],
+        system=request.system,
+    )
+    if store is None:
+        return by_value
+    return msgspec.structs.replace(
+        by_value,
+        messages=[] if tip is not None else request.messages,
+        system="",
         tip=tip,
         message_count=len(request.messages) if tip is not None else None,
         system_ref=store("system", request.system) if request.system else "",
