@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import random
 import sqlite3
@@ -43,11 +44,13 @@ def prose(seed: int, n_bytes: int) -> str:
     return " ".join(out)
 
 
+@functools.cache
 def user_text(i: int) -> str:
     """The i-th user message of the conversation workload (~240 bytes)."""
     return f"question {i}: " + prose(i, 220)
 
 
+@functools.cache
 def reply_text(i: int) -> str:
     """The i-th assistant reply of the conversation workload (~480 bytes)."""
     return f"answer {i}: " + prose(10_000 + i, 460)
