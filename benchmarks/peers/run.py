@@ -296,6 +296,14 @@ def case_ready(root: Path, peers: dict[str, ModuleType], repeats: int) -> None:
     )
 
 
+def make_texts(n: int) -> None:
+    """Make (and cache) the workload's first ``n`` texts before anything is timed: every
+    side times its own step, not the making of the text it stores."""
+    for i in range(n):
+        user_text(i)
+        reply_text(i)
+
+
 def check_durability() -> None:
     """Every peer's connection gets SQLite's built-in default unless it sets one: check it."""
     opts = {r[0] for r in sqlite3.connect(":memory:").execute("PRAGMA compile_options")}
@@ -332,10 +340,7 @@ def main() -> None:
     for name, why in missing.items():
         print(f"- {name}: peer unavailable ({why})")
     print()
-    # The workload's texts are made (and cached) before anything is timed: every side
-    # times its own step, not the making of the text it stores.
-    for i in range(max(args.steps, max(checkpoints)) + 1):
-        user_text(i), reply_text(i)
+    make_texts(max(args.steps, *checkpoints) + 1)
     try:
         if 1 in cases:
             case_steps(root, peers, args.steps, rounds=10)
