@@ -10,6 +10,7 @@ costs a queue hand-off, not a thread start.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import queue
 import threading
@@ -80,6 +81,38 @@ class CancelScope:
             self._callbacks.remove(callback)
 
 
+class _Signal:
+    """A one-way flag a thread can wait for: ``threading.Event`` without its condition
+    (a raw lock, locked until set), so setting and waiting are one C call each — a model
+    or tool call with a zero-latency callee costs two of them (docs/performance.md)."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        """Set the flag (again: nothing changes) and wake whoever waits for it."""
+        self._set = True
+        with contextlib.suppress(RuntimeError):  # already open
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        """True once :meth:`set` was called."""
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the flag is set or ``timeout`` seconds passed; return whether it is."""
+        if self._set:
+            return True
+        if self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            with contextlib.suppress(RuntimeError):  # a second set opened it meanwhile
+                self._lock.release()  # open again: the flag stays set for every waiter
+        return self._set
+
+
 class _Box:
     """One call's outcome; ``wake`` is set when it is there or waiting must end;
     ``given_up`` is cancelled when its caller stops waiting for it."""
@@ -87,8 +120,8 @@ class _Box:
     __slots__ = ("error", "finished", "given_up", "value", "wake")
 
     def __init__(self) -> None:
-        self.wake = threading.Event()
-        self.finished = threading.Event()
+        self.wake = _Signal()
+        self.finished = _Signal()
         self.given_up = CancelScope(kind="call")
         self.value: Any = None
         self.error: BaseException | None = None
@@ -96,7 +129,9 @@ class _Box:
 
 _Job = tuple[Callable[[], Any], _Box, str]
 _jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-_idle = threading.Semaphore(0)
+#: How many helper threads are done with their call and going back for the next (the
+#: one item, changed under ``_spawn_lock``).
+_idle = [0]
 _spawn_lock = threading.Lock()
 _current = threading.local()
 
@@ -130,14 +165,22 @@ def _helper() -> None:
         box.wake.set()
         del fn, box
         me.name = "clew-call-idle"
-        _idle.release()
+        _now_idle()
+
+
+def _now_idle() -> None:
+    with _spawn_lock:
+        _idle[0] += 1
 
 
 def _start(fn: Callable[[], Any], box: _Box, name: str) -> None:
     """Hand ``fn`` to an idle helper thread, starting one if none is idle."""
     with _spawn_lock:
-        if not _idle.acquire(blocking=False):
-            threading.Thread(target=_helper, name="clew-call-idle", daemon=True).start()
+        spawn = not _idle[0]
+        if not spawn:
+            _idle[0] -= 1
+    if spawn:
+        threading.Thread(target=_helper, name="clew-call-idle", daemon=True).start()
     _jobs.put((fn, box, name))
 
 

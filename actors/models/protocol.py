@@ -9,6 +9,7 @@ only map these shapes to and from their wire formats.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -189,7 +190,7 @@ class RequestHasher:
         if (
             head != self._head
             or len(seen) > len(messages)
-            or not all(a is b for a, b in zip(seen, messages, strict=False))
+            or not all(map(operator.is_, seen, messages))
         ):
             self._head, seen, self._state = head, [], hashlib.sha256(head)
             self._seen = seen

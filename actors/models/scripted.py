@@ -15,6 +15,7 @@ streams it whole.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import threading
 import time
@@ -29,10 +30,11 @@ from actors.models.protocol import (
     STREAM_INTERRUPTED,
     ModelRequest,
     ModelResponse,
+    RequestHasher,
     StreamItem,
     request_hash,
 )
-from eventlog.blocks import ContentBlock, JsonBlock, TextBlock, ToolCallBlock, text_of
+from eventlog.blocks import ContentBlock, JsonBlock, Message, TextBlock, ToolCallBlock, text_of
 from eventlog.errors import ModelError, UnsafeFile
 from eventlog.events import Usage
 from eventlog.regular_files import MIB, read_regular_file
@@ -57,6 +59,8 @@ MAX_DELAY_MS = 600_000
 #: hostile file from exhausting the recursion limit anywhere downstream (pydantic, msgspec,
 #: the store's encoder).
 MAX_SCRIPT_DEPTH = 100
+#: Conversations a model remembers (to measure and hash their requests) before starting over.
+_CONVERSATION_LIMIT = 256
 DelayMs = Annotated[int, pydantic.Field(ge=0, le=MAX_DELAY_MS)]
 
 
@@ -168,6 +172,39 @@ def _read_script_file(path: Path) -> str:
     return read_regular_file(path, MAX_SCRIPT_BYTES, "a model script").decode("utf-8")
 
 
+class _Conversation:
+    """What a :class:`ScriptedModel` knows of one conversation: the messages it has
+    measured (the earlier answers among them, their characters) and its request hasher.
+    A request whose messages do not start with the ones seen starts over."""
+
+    __slots__ = ("answers", "chars", "hasher", "lock", "seen")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.hasher = RequestHasher()
+        self.seen: list[Message] = []
+        self.answers = 0
+        self.chars = 0
+
+    def tally(self, messages: list[Message]) -> tuple[int, int]:
+        """Return (the assistant messages, the characters usage counts) of ``messages``."""
+        with self.lock:
+            seen = self.seen
+            if len(seen) > len(messages) or not all(map(operator.is_, seen, messages)):
+                seen.clear()
+                self.answers = self.chars = 0
+            for m in messages[len(seen) :]:
+                self.answers += m.role == "assistant"
+                self.chars += sum(
+                    len(json.dumps(b.data))
+                    if isinstance(b, JsonBlock)
+                    else len(getattr(b, "text", ""))
+                    for b in m.content
+                )
+                seen.append(m)
+            return self.answers, self.chars
+
+
 class ScriptedModel:
     """A deterministic ``Model``; ``delay_ms`` (or the script's) sleeps before each reply.
 
@@ -195,6 +232,7 @@ class ScriptedModel:
         # Requests whose stream was already cut (``stream_cut_after``), by request hash.
         self._cut: set[str] = set()
         self._lock = threading.Lock()
+        self._conversations: dict[tuple[str, str, int], _Conversation] = {}
         self.context_window = (
             self.script.context_window if context_window is None else context_window
         )
@@ -266,8 +304,32 @@ class ScriptedModel:
 
     def _reply_for(self, request: ModelRequest) -> ScriptedReply:
         rule = self._rule_for(request)
-        turn = sum(1 for m in request.messages if m.role == "assistant")
+        turn = self._tally(request)[0]
         return rule.replies[min(turn, len(rule.replies) - 1)]
+
+    def _conversation(self, request: ModelRequest) -> _Conversation:
+        """Return what this model knows of ``request``'s conversation (by its role, phase
+        and first message): a conversation's requests share their earlier messages, so a
+        call measures and hashes only the new ones, as the runtime's hasher does."""
+        first = id(request.messages[0]) if request.messages else 0
+        key = (request.role, request.phase, first)
+        with self._lock:
+            known = self._conversations.get(key)
+            if known is None:
+                if len(self._conversations) > _CONVERSATION_LIMIT:
+                    self._conversations.clear()
+                known = self._conversations[key] = _Conversation()
+        return known
+
+    def _tally(self, request: ModelRequest) -> tuple[int, int]:
+        """Return (the model's earlier answers, the characters usage counts) of ``request``."""
+        return self._conversation(request).tally(request.messages)
+
+    def _request_hash(self, request: ModelRequest) -> str:
+        """Return ``request_hash(request)``, hashing only what is new (see _conversation)."""
+        known = self._conversation(request)
+        with known.lock:
+            return known.hasher.hash(request)
 
     def _delay_of(self, reply: ScriptedReply) -> int:
         return reply.delay_ms if reply.delay_ms is not None else self._delay_ms
@@ -281,15 +343,11 @@ class ScriptedModel:
             content.append(TextBlock(text=reply.text))
         if reply.json_ is not None:
             content.append(JsonBlock(data=reply.json_))
-        h = request_hash(request)[:10]
+        h = self._request_hash(request)[:10]
         for i, tc in enumerate(reply.tool_calls):
             content.append(ToolCallBlock(id=f"call_{h}_{i}", name=tc.name, arguments=tc.arguments))
         stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
-        in_chars = sum(
-            len(json.dumps(b.data)) if isinstance(b, JsonBlock) else len(getattr(b, "text", ""))
-            for m in request.messages
-            for b in m.content
-        )
+        in_chars = self._tally(request)[1]
         out_chars = len(reply.text or "") + (
             len(json.dumps(reply.json_)) if reply.json_ is not None else 0
         )

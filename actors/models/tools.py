@@ -22,7 +22,9 @@ interpreter alive.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -154,7 +156,31 @@ def tool(
 
 
 def takes_context(fn: Callable[..., Any]) -> bool:
-    """True when ``fn`` (a function, or a bound ``call``) accepts a context after the args."""
+    """True when ``fn`` (a function, or a bound ``call``) accepts a context after the args.
+
+    Known per function (a bound method by its class's function): ``inspect.signature``
+    costs more than a zero-latency tool call.
+    """
+    func = getattr(fn, "__func__", None)
+    known_of, key = (_BOUND, func) if func is not None else (_PLAIN, fn)
+    try:
+        known = known_of.get(key)
+    except TypeError:  # not hashable or not weakly referable: asked each time
+        return _takes_context(fn)
+    if known is None:
+        known = _takes_context(fn)
+        with contextlib.suppress(TypeError):
+            known_of[key] = known
+    return known
+
+
+#: :func:`takes_context` of bound methods (by their function: binding drops one
+#: parameter, whatever the instance) and of other callables, kept while they live.
+_BOUND: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_PLAIN: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _takes_context(fn: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: no context

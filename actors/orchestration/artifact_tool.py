@@ -120,10 +120,32 @@ def artifact_ids(messages: Iterable[Message]) -> frozenset[str]:
     return frozenset(found)
 
 
+def context_artifact_ids(conv: Conversation) -> frozenset[str]:
+    """:func:`artifact_ids` of ``conv.messages``, scanning only the messages appended since
+    the last call (a conversation's list only grows, or is replaced by compaction: then
+    it is scanned whole)."""
+    messages = conv.messages
+    seen = conv.artifact_scan
+    if seen is not None:
+        listed, count, last, found = seen
+        if (
+            listed is messages
+            and len(messages) >= count
+            and (count == 0 or messages[count - 1] is last)
+        ):
+            if len(messages) > count:
+                found = found | artifact_ids(messages[count:])
+                conv.artifact_scan = (messages, len(messages), messages[-1], found)
+            return found
+    found = artifact_ids(messages)
+    conv.artifact_scan = (messages, len(messages), messages[-1] if messages else None, found)
+    return found
+
+
 def with_artifact_reader(env: SessionEnv, conv: Conversation, agent: AgentSpec) -> AgentSpec:
     """Return ``agent`` with ``read_artifact`` among its tools once its context holds an
     artifact reference (unchanged otherwise, or when a tool of that name exists)."""
-    allowed = artifact_ids(conv.messages)
+    allowed = context_artifact_ids(conv)
     if not allowed:
         return agent
     known = agent.tools.get(READ_ARTIFACT)

@@ -91,6 +91,9 @@ class Conversation:
         self.messages: list[Message] = list(history or [])
         self.activate = activate
         self.context = context
+        #: What :func:`~actors.orchestration.artifact_tool.context_artifact_ids` scanned:
+        #: (the list, how many of its messages, the last of them, the ids found).
+        self.artifact_scan: tuple[list[Message], int, Message | None, frozenset[str]] | None = None
 
     def append(
         self,
