@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pydantic
 import pykka
 from _common import ASKS_PER_TURN, disk_bytes, reply_text, settle, user_text
@@ -51,6 +52,46 @@ class ClewSteps:
 
     def close(self) -> None:
         self.writer.stop()
+
+
+class SqliteFloor:
+    """Case 1's floor: one INSERT of the text and a COMMIT on the caller's thread (apsw,
+    WAL, ``synchronous=FULL``): what any step that makes one commit durable pays."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.conn = apsw.Connection(str(folder / "floor.sqlite"))
+        self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.execute("CREATE TABLE steps (seq INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+
+    def step(self, i: int) -> None:
+        with self.conn:
+            self.conn.execute("INSERT INTO steps VALUES (?, ?)", (i, user_text(i)))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def eventlog_messages(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+    """Case 2's floor: the conversation's messages alone through clew's eventlog (a
+    ``node_appended`` each, :class:`ClewSteps`): no run, model call, usage or status
+    events. Returns (messages, seconds so far, bytes on disk) at each checkpoint."""
+    steps = ClewSteps(folder)
+    out: list[tuple[int, float, int]] = []
+    elapsed = 0.0
+    try:
+        for i in range(max(checkpoints)):
+            t0 = time.perf_counter()
+            steps.step(i)
+            elapsed += time.perf_counter() - t0
+            if i + 1 in checkpoints:
+                steps.writer.flush()
+                settle(folder, apsw_files=True)
+                out.append((i + 1, elapsed, disk_bytes(folder)))
+    finally:
+        steps.close()
+    return out
 
 
 # --- case 2 and 4: a real Runtime session -----------------------------------------------------

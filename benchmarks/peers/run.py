@@ -73,7 +73,10 @@ def table(head: list[str], rows: list[list[Any]]) -> None:
 
 def case_steps(root: Path, peers: dict[str, ModuleType], steps: int, rounds: int) -> None:
     """One durable step per commit, in lockstep rounds (each round rotates the order)."""
-    makers: dict[str, Callable[[Path], Any]] = {"clew": _clew.ClewSteps}
+    makers: dict[str, Callable[[Path], Any]] = {
+        "clew": _clew.ClewSteps,
+        "SQLite alone: INSERT + COMMIT (floor)": _clew.SqliteFloor,
+    }
     if "eventsourcing" in peers:
         makers["eventsourcing"] = peers["eventsourcing"].EsSteps
     if "LangGraph" in peers:
@@ -115,11 +118,12 @@ def case_conversation(
 ) -> None:
     """A conversation growing to ``max(checkpoints)`` messages: time and bytes, per doubling."""
     sides: dict[str, Callable[[Path, tuple[int, ...]], list[tuple[int, float, int]]]] = {
-        "clew Runtime": _clew.conversation
+        "clew Runtime": _clew.conversation,
+        "clew eventlog, messages alone (floor)": _clew.eventlog_messages,
     }
     for name, m in peers.items():
         sides[name] = m.conversation
-    results = {n: fn(root / f"conv_{n.split()[0]}", checkpoints) for n, fn in sides.items()}
+    results = {n: fn(root / f"conv_{i}", checkpoints) for i, (n, fn) in enumerate(sides.items())}
     print(f"## 2. A conversation of {max(checkpoints)} messages (user + reply per turn)\n")
     rows = []
     for n, points in results.items():
