@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import types
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -161,8 +162,7 @@ def takes_context(fn: Callable[..., Any]) -> bool:
     Known per function (a bound method by its class's function): ``inspect.signature``
     costs more than a zero-latency tool call.
     """
-    func = getattr(fn, "__func__", None)
-    known_of, key = (_BOUND, func) if func is not None else (_PLAIN, fn)
+    known_of, key = (_BOUND, fn.__func__) if isinstance(fn, types.MethodType) else (_PLAIN, fn)
     try:
         known = known_of.get(key)
     except TypeError:  # not hashable or not weakly referable: asked each time
