@@ -123,7 +123,11 @@ def case_conversation(
     }
     for name, m in peers.items():
         sides[name] = m.conversation
-    results = {n: fn(root / f"conv_{i}", checkpoints) for i, (n, fn) in enumerate(sides.items())}
+    # Case 5 reopens each system's conversation from conv_<first word of its name>.
+    results = {
+        n: fn(root / ("conv_clew_floor" if "floor" in n else f"conv_{n.split()[0]}"), checkpoints)
+        for n, fn in sides.items()
+    }
     print(f"## 2. A conversation of {max(checkpoints)} messages (user + reply per turn)\n")
     rows = []
     for n, points in results.items():
