@@ -15,6 +15,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -86,6 +88,36 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class PathMemo:
+    """The last active path read of a few sessions, each with the ``created_at`` of the
+    session it was read from (a session deleted and made again under its id is another
+    session). Thread-safe: entries are replaced whole, never changed."""
+
+    #: Sessions whose last path is kept (least recently read dropped first).
+    SESSIONS = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: OrderedDict[str, tuple[str, list[NodeRow]]] = OrderedDict()
+
+    def get(self, sid: str, created_at: str) -> list[NodeRow] | None:
+        """Return the kept path of ``sid`` (as made at ``created_at``), or None."""
+        with self._lock:
+            kept = self._paths.get(sid)
+            if kept is None or kept[0] != created_at or not kept[1]:
+                return None
+            self._paths.move_to_end(sid)
+            return kept[1]
+
+    def keep(self, sid: str, created_at: str, path: list[NodeRow]) -> None:
+        """Keep ``path`` as ``sid``'s last path (the list is not changed afterwards)."""
+        with self._lock:
+            self._paths[sid] = (created_at, path)
+            self._paths.move_to_end(sid)
+            while len(self._paths) > self.SESSIONS:
+                self._paths.popitem(last=False)
+
+
 class SQLiteReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
@@ -98,6 +130,8 @@ class SQLiteReads:
         """
         self._connections = connections
         self._chained = chained
+        #: The last path read_active_path returned, per session.
+        self._paths = PathMemo()
         self._hash_column = "hash" if chained else "NULL"
         #: Sessions whose node rows refer to their events (see :meth:`_node_source`).
         self._nodes_by_reference: set[str] = set()
@@ -387,12 +421,30 @@ class SQLiteReads:
         """Return the path root → ``node_id`` (default: the active node), via a recursive CTE.
 
         Cost grows with the path's depth, not the session's size (parent lookups by key).
+        A session's last path is kept (:class:`PathMemo`): when ``node_id`` descends from
+        its tip — a conversation's next run, whose context is built from the path to the
+        previous run's end — only the nodes below that tip are read. Nodes never change
+        once appended, so the kept rows are what reading them again would return.
         """
         sid = self._require(session_id)
+        session = self.read_session(sid)
         if node_id is None:
-            node_id = self.read_session(sid).active_node_id
+            node_id = session.active_node_id
             if node_id is None:
                 return []
+        known = self._paths.get(sid, session.created_at)
+        path = self._path_up(sid, node_id, known[-1].node_id if known else None)
+        if known and path and path[0].node_id == known[-1].node_id:
+            # The walk met the kept tip: the kept path leads to it, unless another session
+            # was made under this id since (same created_at), whose node of that id is not
+            # the kept one; then the whole path is read.
+            path = known + path[1:] if path[0] == known[-1] else self._path_up(sid, node_id, None)
+        self._paths.keep(sid, session.created_at, path)
+        return list(path)
+
+    def _path_up(self, sid: str, node_id: str, stop: str | None) -> list[NodeRow]:
+        """Return the path from the root, or from ``stop`` when the walk up from
+        ``node_id`` meets it, down to ``node_id``."""
         columns, join = self._node_source(sid)
         rows = self._query(
             f"""WITH RECURSIVE path(node_id, depth) AS (
@@ -401,10 +453,11 @@ class SQLiteReads:
                     SELECT n.parent_id, path.depth + 1 FROM nodes_{sid} n
                     JOIN path ON n.node_id = path.node_id
                     WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
+                        AND path.node_id IS NOT ?
                 )
                 SELECT {columns} FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
                 {join} ORDER BY path.depth DESC""",
-            (node_id,),
+            (node_id, stop),
         )
         return [node_row(r) for r in rows]
 

@@ -457,6 +457,71 @@ class StoreConformance:
         assert active == store.read_session(sid).active_node_id
         assert parents == {n.node_id: n.parent_id for n in store.read_nodes(sid)}
 
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
+    )
+    @given(
+        moves=st.lists(
+            st.tuples(st.sampled_from(["append", "branch", "read"]), st.integers(min_value=0)),
+            max_size=30,
+        )
+    )
+    def test_a_path_read_again_after_any_appends_is_what_a_new_handle_reads(
+        self, make_store: StoreFactory, moves: list[tuple[str, int]]
+    ) -> None:
+        # A store may keep the last path it read (SQLite does); a new handle reads afresh.
+        store = make_store()
+        sid = f"sess_p{next(_clock)}"
+        append(store, created(sid))
+        ids: list[str] = []
+        tip: str | None = None
+        for i, (move, pick) in enumerate(moves):
+            if move == "read" and ids:
+                at_node = ids[pick % len(ids)]
+                fresh = make_store()
+                assert fresh.read_active_path(sid, at_node) == store.read_active_path(sid, at_node)
+                fresh.close()
+                continue
+            parent = ids[pick % len(ids)] if move == "branch" and ids else tip
+            nid = f"n{i}"
+            append(store, appended(node(nid, parent, text=f"text {i}"), sid=sid))
+            ids.append(nid)
+            tip = nid
+            fresh = make_store()
+            assert fresh.read_active_path(sid) == store.read_active_path(sid)
+            fresh.close()
+        store.close()
+
+    def test_the_path_of_a_session_made_again_under_its_id_is_the_new_sessions(
+        self, make_store: StoreFactory
+    ) -> None:
+        store = make_store()
+        if not isinstance(store, DeletesSessions):
+            pytest.skip("this backend cannot delete sessions")
+        # Made again with the same created_at and the same node ids: only the content tells
+        # the two sessions apart, so a kept path must be checked against what it leads to.
+        made = req(SessionCreated(session_id=SID, cwd="/work", root_agent_id="a1"), SID)
+        append(store, made, appended(node("n1", text="old")), appended(node("n2", "n1")))
+        assert ["n1", "n2"] == [n.node_id for n in store.read_active_path(SID)]
+        store.delete_session(SID, deleted_at="2026-01-02T00:00:00+00:00")
+        append(
+            store,
+            made,
+            appended(node("n1", text="new")),
+            appended(node("n2", "n1", text="new too")),
+            appended(node("n3", "n2")),
+        )
+        path = store.read_active_path(SID, "n3")
+        assert [("n1", "new"), ("n2", "new too"), ("n3", "hi")] == [
+            (n.node_id, n.content[0].text) for n in path if isinstance(n.content[0], TextBlock)
+        ]
+        assert make_store().read_active_path(SID, "n3") == path
+
     # --- agents, runs, artifacts -------------------------------------------------------------
 
     def test_agent_created_and_status_changes_are_materialised(self, session: EventStore) -> None:
