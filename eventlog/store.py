@@ -131,6 +131,11 @@ class EventStore(Protocol):
         """Return the session's runs, by creation time."""
         ...
 
+    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
+        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time:
+        :meth:`read_runs` without decoding each run's record (what a new run checks)."""
+        ...
+
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
         ...

@@ -98,17 +98,17 @@ def prepare_run(
         engine.lock(sid)
         row = engine.store.read_session(sid)
         refuse_if_archived(row, "a new run")
-        runs = engine.store.read_runs(sid)
-        if any(r.status in OPEN_RUN_STATUSES for r in runs):
+        runs = engine.store.read_run_statuses(sid)  # (run_id, agent_id, status)
+        if any(status in OPEN_RUN_STATUSES for _, _, status in runs):
             raise NeedsResume(
                 f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
             )
-        if any(r.status == "waiting" for r in runs):
+        if any(status == "waiting" for _, _, status in runs):
             raise SessionWaiting(
                 f"session {sid} is waiting for a person; decide (clew pending {sid}),"
                 f" then resume it (clew resume {sid})"
             )
-        n = sum(1 for r in runs if is_main_run(sid, r.agent_id)) + 1
+        n = sum(1 for _, agent_id, _ in runs if is_main_run(sid, agent_id)) + 1
         inputs = RunInputs(
             prompt=expanded.prompt,
             raw_prompt=prompt,

@@ -492,6 +492,16 @@ class SQLiteReads:
         )
         return [run_row(r) for r in rows]
 
+    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
+        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
+        sid = self._require(session_id)
+        rows = self._query(
+            "SELECT run_id, agent_id, status FROM runs WHERE session_id = ?"
+            " ORDER BY created_at, run_id",
+            (sid,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
         sid = self._require(session_id)

@@ -592,6 +592,24 @@ class StoreConformance:
         )
         assert msgspec.to_builtins(Usage(input_tokens=7)) == run.usage
 
+    def test_run_statuses_are_the_runs_ids_agents_and_statuses_in_the_same_order(
+        self, session: EventStore
+    ) -> None:
+        for i, agent in enumerate(["a1", "a2", "a1"], 1):
+            rid = f"r{i}"
+            started = RunStarted(run_id=rid, agent_id=agent, phase="route", start_node_id="n1")
+            append(session, req(started, run_id=rid, agent_id=agent))
+        ended = RunEnded(run_id="r2", status="completed", end_reason="done", turn_count=1)
+        append(session, req(ended, run_id="r2", agent_id="a2"))
+        assert [("r1", "a1", "running"), ("r2", "a2", "completed"), ("r3", "a1", "running")] == (
+            session.read_run_statuses(SID)
+        )
+        assert [(r.run_id, r.agent_id, r.status) for r in session.read_runs(SID)] == (
+            session.read_run_statuses(SID)
+        )
+        with pytest.raises(UnknownSession):
+            session.read_run_statuses("sess_20260101_000009_ffff")
+
     def test_artifact_created_is_materialised(self, session: EventStore) -> None:
         event = ArtifactCreated(
             artifact_id="art_1",
