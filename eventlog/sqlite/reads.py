@@ -15,8 +15,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -48,6 +46,7 @@ from eventlog.row_decoding import (
 from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
+from eventlog.sqlite.paths import PathMemo, path_sql
 from eventlog.sqlite.schema import nodes_by_reference
 from eventlog.sqlite.transaction import translate_errors
 from eventlog.store import SessionDeletion
@@ -86,36 +85,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-class PathMemo:
-    """The last active path read of a few sessions, each with the ``created_at`` of the
-    session it was read from (a session deleted and made again under its id is another
-    session). Thread-safe: entries are replaced whole, never changed."""
-
-    #: Sessions whose last path is kept (least recently read dropped first).
-    SESSIONS = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._paths: OrderedDict[str, tuple[str, list[NodeRow]]] = OrderedDict()
-
-    def get(self, sid: str, created_at: str) -> list[NodeRow] | None:
-        """Return the kept path of ``sid`` (as made at ``created_at``), or None."""
-        with self._lock:
-            kept = self._paths.get(sid)
-            if kept is None or kept[0] != created_at or not kept[1]:
-                return None
-            self._paths.move_to_end(sid)
-            return kept[1]
-
-    def keep(self, sid: str, created_at: str, path: list[NodeRow]) -> None:
-        """Keep ``path`` as ``sid``'s last path (the list is not changed afterwards)."""
-        with self._lock:
-            self._paths[sid] = (created_at, path)
-            self._paths.move_to_end(sid)
-            while len(self._paths) > self.SESSIONS:
-                self._paths.popitem(last=False)
 
 
 class SQLiteReads:
@@ -445,20 +414,7 @@ class SQLiteReads:
     def _path_up(self, sid: str, node_id: str, stop: str | None) -> list[NodeRow]:
         """Return the path from the root, or from ``stop`` when the walk up from
         ``node_id`` meets it, down to ``node_id``."""
-        columns, join = self._node_source(sid)
-        rows = self._query(
-            f"""WITH RECURSIVE path(node_id, depth) AS (
-                    SELECT ?, 0
-                    UNION ALL
-                    SELECT n.parent_id, path.depth + 1 FROM nodes_{sid} n
-                    JOIN path ON n.node_id = path.node_id
-                    WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
-                        AND path.node_id IS NOT ?
-                )
-                SELECT {columns} FROM path JOIN nodes_{sid} n ON n.node_id = path.node_id
-                {join} ORDER BY path.depth DESC""",
-            (node_id, stop),
-        )
+        rows = self._query(path_sql(sid, *self._node_source(sid)), (node_id, stop))
         return [node_row(r) for r in rows]
 
     def read_session(self, session_id: str) -> SessionRow:
