@@ -18,6 +18,7 @@ from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
 from eventlog.ids import validate_session_id
+from eventlog.path_memo import PathMemo
 from eventlog.postgres.connections import Connections, translate_errors
 from eventlog.postgres.deletion import list_deletions, read_deletion
 from eventlog.records import (
@@ -66,6 +67,8 @@ class PostgresReads:
         self._connections = connections
         self._streams = threading.local()
         self._nodes_refer = False
+        #: The last path read_active_path returned, per session.
+        self._paths = PathMemo()
 
     def _node_select(self) -> tuple[str, str]:
         """Return the select list of node rows (``nodes n``) and the join it needs.
@@ -243,28 +246,36 @@ class PostgresReads:
         return self._nodes("n.session_id = %s ORDER BY n.node_seq", (sid,))
 
     def read_active_path(self, session_id: str, node_id: str | None = None) -> list[NodeRow]:
-        """Return the path root → ``node_id`` (default: the active node), via a recursive CTE."""
+        """Return the path root → ``node_id`` (default: the active node), via a recursive CTE.
+
+        A session's last path is kept (:class:`~eventlog.path_memo.PathMemo`): when
+        ``node_id`` descends from its tip, only the nodes below that tip are read.
+        """
         sid = self._require(session_id)
+        session = self.read_session(sid)
         if node_id is None:
-            node_id = self.read_session(sid).active_node_id
+            node_id = session.active_node_id
             if node_id is None:
                 return []
         columns, join = self._node_select()
-        rows = self._query(
-            f"""WITH RECURSIVE path(node_id, depth) AS (
+        # The walk up stops at the second %s (the kept tip; NULL: at the root) when it meets it.
+        sql = f"""WITH RECURSIVE path(node_id, depth) AS (
                     SELECT %s::text, 0
                     UNION ALL
                     SELECT n.parent_id, path.depth + 1 FROM nodes n
                     JOIN path ON n.session_id = %s AND n.node_id = path.node_id
                     WHERE n.parent_id IS NOT NULL AND path.depth < 1000000
+                        AND path.node_id IS DISTINCT FROM %s::text
                 )
                 SELECT {columns} FROM path JOIN nodes n
                     ON n.session_id = %s AND n.node_id = path.node_id
                 {join}
-                ORDER BY path.depth DESC""",
-            (node_id, sid, sid),
-        )
-        return [node_row(r) for r in rows]
+                ORDER BY path.depth DESC"""
+
+        def walk(stop: str | None) -> list[NodeRow]:
+            return [node_row(r) for r in self._query(sql, (node_id, sid, stop, sid))]
+
+        return self._paths.read(sid, session.created_at, walk)
 
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""

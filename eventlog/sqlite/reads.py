@@ -26,6 +26,7 @@ from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
 from eventlog.ids import validate_session_id
+from eventlog.path_memo import PathMemo
 from eventlog.records import (
     AgentRow,
     ArtifactRow,
@@ -46,7 +47,7 @@ from eventlog.row_decoding import (
 from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
-from eventlog.sqlite.paths import PathMemo, path_sql
+from eventlog.sqlite.paths import path_sql
 from eventlog.sqlite.schema import nodes_by_reference
 from eventlog.sqlite.transaction import translate_errors
 from eventlog.store import SessionDeletion
@@ -401,21 +402,12 @@ class SQLiteReads:
             node_id = session.active_node_id
             if node_id is None:
                 return []
-        known = self._paths.get(sid, session.created_at)
-        path = self._path_up(sid, node_id, known[-1].node_id if known else None)
-        if known and path and path[0].node_id == known[-1].node_id:
-            # The walk met the kept tip: the kept path leads to it, unless another session
-            # was made under this id since (same created_at), whose node of that id is not
-            # the kept one; then the whole path is read.
-            path = known + path[1:] if path[0] == known[-1] else self._path_up(sid, node_id, None)
-        self._paths.keep(sid, session.created_at, path)
-        return list(path)
+        sql = path_sql(sid, *self._node_source(sid))
 
-    def _path_up(self, sid: str, node_id: str, stop: str | None) -> list[NodeRow]:
-        """Return the path from the root, or from ``stop`` when the walk up from
-        ``node_id`` meets it, down to ``node_id``."""
-        rows = self._query(path_sql(sid, *self._node_source(sid)), (node_id, stop))
-        return [node_row(r) for r in rows]
+        def walk(stop: str | None) -> list[NodeRow]:
+            return [node_row(r) for r in self._query(sql, (node_id, stop))]
+
+        return self._paths.read(sid, session.created_at, walk)
 
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""
