@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "peers"))
 
 import _clew
 from _common import ASKS_PER_TURN
-from bench_writer_calls import _Echo, _installed
+from bench_writer_calls import _Counter, _Echo, _installed
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
     counts: list[int] = []
     # One counter for every thread: the hook is in each thread started from here on (the
     # helper threads of model and tool calls are made in the warm-up run and reused).
-    counter, _ = _installed(lambda: None)
+    counter = _Counter()
     threading.setprofile(counter.hook)
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -251,8 +251,8 @@ class PostgresReads:
         A session's last path is kept (:class:`~eventlog.path_memo.PathMemo`): when
         ``node_id`` descends from its tip, only the nodes below that tip are read.
         """
-        sid = self._require(session_id)
-        session = self.read_session(sid)
+        session = self.read_session(session_id)  # validates; UnknownSession / DeletedSession
+        sid = session.session_id
         if node_id is None:
             node_id = session.active_node_id
             if node_id is None:

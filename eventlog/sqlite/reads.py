@@ -396,8 +396,8 @@ class SQLiteReads:
         previous run's end — only the nodes below that tip are read. Nodes never change
         once appended, so the kept rows are what reading them again would return.
         """
-        sid = self._require(session_id)
-        session = self.read_session(sid)
+        session = self.read_session(session_id)  # validates; UnknownSession / DeletedSession
+        sid = session.session_id
         if node_id is None:
             node_id = session.active_node_id
             if node_id is None:
