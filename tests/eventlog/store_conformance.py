@@ -137,6 +137,19 @@ def append(store: EventStore, *requests: AppendRequest) -> list[StoredEvent]:
     return out
 
 
+def _backend_property(max_examples: int) -> Any:
+    """Hypothesis settings of the suite's properties: each backend's subclass runs them
+    (a different executor by design), on a store fixture made per test."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
+    )
+
+
 class StoreConformance:
     """The event store contract. Subclass and override :meth:`make_store`."""
 
@@ -281,15 +294,7 @@ class StoreConformance:
             stored.tool_call_id,
         )
 
-    @settings(
-        max_examples=30,
-        deadline=None,
-        # Each backend's subclass runs these methods: a different executor by design.
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.differing_executors,
-        ],
-    )
+    @_backend_property(max_examples=30)
     @given(batch=st.lists(events(), min_size=1, max_size=8))
     def test_any_event_without_a_materialised_row_reads_back_equal(
         self, store: EventStore, batch: list[Event]
@@ -421,15 +426,7 @@ class StoreConformance:
     def test_the_active_path_of_a_session_without_nodes_is_empty(self, session: EventStore) -> None:
         assert [] == session.read_active_path(SID)
 
-    @settings(
-        max_examples=25,
-        deadline=None,
-        # Each backend's subclass runs these methods: a different executor by design.
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.differing_executors,
-        ],
-    )
+    @_backend_property(max_examples=25)
     @given(moves=st.lists(st.tuples(st.booleans(), st.integers(min_value=0)), max_size=25))
     def test_the_node_tree_matches_a_simple_model_after_any_appends_and_switches(
         self, store: EventStore, moves: list[tuple[bool, int]]
@@ -457,14 +454,7 @@ class StoreConformance:
         assert active == store.read_session(sid).active_node_id
         assert parents == {n.node_id: n.parent_id for n in store.read_nodes(sid)}
 
-    @settings(
-        max_examples=25,
-        deadline=None,
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.differing_executors,
-        ],
-    )
+    @_backend_property(max_examples=25)
     @given(
         moves=st.lists(
             st.tuples(st.sampled_from(["append", "branch", "read"]), st.integers(min_value=0)),
