@@ -244,16 +244,22 @@ def test_cancelling_the_task_awaiting_arun_records_the_run_cancelled_first(rt: R
 def test_cancelling_the_task_iterating_astream_cancels_the_run(rt: Runtime) -> None:
     session = rt.new_session()
 
-    async def consume(server: ModelServer, seen: list[str]) -> None:
+    async def consume(server: ModelServer, seen: list[str], lead_asked: asyncio.Event) -> None:
         async for item in session.astream("plan it", model=HttpStreamingModel(server.url)):
             if isinstance(item, StoredEvent):
                 seen.append(item.event_type)
+                if isinstance(item.event, ModelRequested) and item.event.role == "lead":
+                    lead_asked.set()
 
     async def main() -> list[str]:
         seen: list[str] = []
+        lead_asked = asyncio.Event()
         async with ModelServer(three_workers(), hang=frozenset({"lead"})) as server:
-            task = asyncio.create_task(consume(server, seen))
+            task = asyncio.create_task(consume(server, seen, lead_asked))
             await asyncio.to_thread(server.hanging.wait, 60)
+            # The server holds the lead's call; its model_requested may still be on its way
+            # to this task (a loaded machine): cancel once the task has it.
+            await asyncio.wait_for(lead_asked.wait(), 60)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
