@@ -11,6 +11,7 @@ spans of each run) · ``cli/`` (the ``clew`` command) · ``ui/`` (``clew ui``, t
 inspector; needs ``clew[ui]``) · ``errors`` · ``demo``.
 """
 
+from actors import moved
 from actors.errors import (
     AlreadyDecided,
     ArchivedSession,
@@ -203,3 +204,5 @@ __all__ = [
     "load_script",
     "tool",
 ]
+
+moved.install()  # old import paths of earlier releases keep working (docs/compatibility.md)
