@@ -18,6 +18,8 @@ The formats (``<sid>`` a session id, ``<run>`` a run id, ``<task>`` a plan task 
     event              <run>#<run_seq>, or <sid>#s<seq> for an event of no run
                        (every id above starts with <sid>: ``session_of`` reads it back)
     artifact           art_<sha256(<sid>:<content sha256>)[:24]>
+    idempotency key    key_<sha256(<run>\0<tool call id>)[:32]>   (a tool call's, unique
+                       across sessions and forks: its run id starts with the session id)
     review task        review, review-2, review-3 …
     dispatched task    dispatch-1, dispatch-2 …    (the primary's dispatch calls, in order)
     Task WAL name      the plan's task name: the router's, sanitised (``task_name``), made
@@ -252,6 +254,19 @@ class DerivedIds:
 def artifact_id_for(session_id: str, sha256_hex: str) -> str:
     """Return the artifact id of content ``sha256_hex`` in ``session_id`` (unique per both)."""
     return "art_" + stable_hash(f"{session_id}:{sha256_hex}".encode(), 24)
+
+
+def idempotency_key(run_id: str, tool_call_id: str) -> str:
+    """Return the key a side-effecting tool call does its effect under, at most once.
+
+    A call id alone is not unique: a model adapter may derive it from the request (the
+    scripted model does; so does the OpenAI adapter when a server sends none), so two
+    sessions asking the same thing get the same id. The run id is unique per session,
+    fork and attempt, and a resume re-runs an in-doubt call in the same run under the
+    same call id — the same key.
+    """
+    digest = hashlib.sha256(f"{run_id}\0{tool_call_id}".encode()).hexdigest()
+    return f"key_{digest[:32]}"
 
 
 def stable_hash(data: bytes, length: int = 16) -> str:

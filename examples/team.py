@@ -2,8 +2,9 @@
 
 Usage: ``python examples/team.py [HOME]`` (else ``$CLEW_HOME``, else a fresh temp dir).
 
-``issue_refund`` has a side effect. It keys the refund on ``ctx.tool_call_id``, which a
-resume passes again when it re-runs a call a crash left in doubt — so the tool may
+``issue_refund`` has a side effect. It keys the refund on ``ctx.idempotency_key``: unique
+across sessions and forks (a call id alone is not: a model may give two sessions the same
+one), and the same when a resume re-runs a call a crash left in doubt — so the tool may
 declare ``in_doubt="retry"``: running it twice refunds once.
 """
 
@@ -48,11 +49,11 @@ def look_up_order(args: OrderArgs) -> dict[str, object]:
 def issue_refund(args: RefundArgs, ctx: ToolContext) -> dict[str, object]:
     """Refund an order (a side effect: once per tool call, whatever the retries)."""
     ledger = json.loads(LEDGER.read_text()) if LEDGER.exists() else {}
-    if ctx.tool_call_id not in ledger:
+    if ctx.idempotency_key not in ledger:
         refund = {"refund_id": f"R-{len(ledger) + 1}", "order": args.order, "eur": args.amount_eur}
-        ledger[ctx.tool_call_id] = refund
+        ledger[ctx.idempotency_key] = refund
         LEDGER.write_text(json.dumps(ledger))
-    return ledger[ctx.tool_call_id]
+    return ledger[ctx.idempotency_key]
 
 
 team = Team(

@@ -12,6 +12,7 @@ from _processes import child_env
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
 from eventlog.events import ToolCallFinished, ToolCallStarted
+from eventlog.ids import idempotency_key
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EMBED = EXAMPLES / "embed.py"
@@ -87,10 +88,13 @@ def test_team_example_answers_with_its_typed_output_and_refunds_once_per_call(
     assert out["replay"].endswith("events in 3 runs reproduced identically")
     with Runtime(home, project_dir=home) as rt:
         (started,) = [
-            e.event
+            e
             for e in rt.store.read_events(out["session"])
             if isinstance(e.event, ToolCallStarted) and e.event.tool_name == "issue_refund"
         ]
-    # The refund is keyed by the recorded id of the call: a resume re-running it finds it.
+    # The refund is keyed by the call's idempotency key (its run and recorded call id): a
+    # resume re-running it finds it.
+    assert started.run_id is not None
+    key = idempotency_key(started.run_id, started.event.tool_call_id)
     ledger = json.loads((home / "refunds.json").read_text())
-    assert {started.tool_call_id: {"refund_id": "R-1", "order": "42", "eur": 42}} == ledger
+    assert {key: {"refund_id": "R-1", "order": "42", "eur": 42}} == ledger

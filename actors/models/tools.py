@@ -7,9 +7,9 @@ run goes on. Whether a tool may run twice after a crash is its ``idempotent``
 flag; what happens to a non-idempotent call in doubt after a crash is its own
 ``in_doubt`` policy, else the run's (see docs/replay-and-recovery.md).
 
-A tool may take a second parameter, a :class:`ToolContext`: who calls it and the
-call's ``tool_call_id`` — the same id when a resume runs the call again, so an
-exactly-once side effect keys on it.
+A tool may take a second parameter, a :class:`ToolContext`: who calls it, the call's
+``tool_call_id`` and its ``idempotency_key`` — unique across sessions and forks, the same
+when a resume runs the call again, so an exactly-once side effect keys on it.
 
 A tool runs through :func:`invoke`, on a thread of its own, with a timeout (the tool's
 ``timeout_s`` attribute, else ``RunSettings.tool_timeout_s``). A tool that raises any
@@ -37,6 +37,7 @@ from actors.models.calls import CancelScope, call_off_thread
 from actors.models.protocol import ToolSpec
 from actors.models.storable import check_storable
 from eventlog.blocks import ContentBlock, JsonBlock, TextBlock
+from eventlog.ids import idempotency_key
 
 ToolOutput = str | dict[str, Any] | list[Any] | list[ContentBlock] | None
 #: What to do with a call that started before a crash and has no recorded outcome.
@@ -47,8 +48,10 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     """Who is calling a tool, handed to a tool that takes a second parameter.
 
     ``tool_call_id`` is the recorded id of the call (``tool_call_started``): a resume
-    that runs an in-doubt call again passes the same id with ``attempt`` 2, so a tool
-    with a side effect can key it on ``tool_call_id`` and do it exactly once.
+    that runs an in-doubt call again passes the same id with ``attempt`` 2. The id comes
+    from the model and need not be unique beyond its run (two sessions asking a scripted
+    model the same thing get the same id): a tool with a side effect keys it on
+    :attr:`idempotency_key` and does it exactly once.
     """
 
     tool_call_id: str
@@ -61,6 +64,12 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int = 1
     #: The run's cancellation (None outside a run); read it through :attr:`cancelled`.
     cancel: CancelScope | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """The key to do this call's side effect under: unique across sessions, forks and
+        retried runs, the same when a resume runs the call again (``attempt`` 2)."""
+        return idempotency_key(self.run_id, self.tool_call_id)
 
     @property
     def cancelled(self) -> bool:

@@ -5,9 +5,10 @@ Usage: python _crash_team.py HOME PROJECT run POLICY
 
 The clerk (the primary) dispatches a researcher, then calls ``charge``: a non-idempotent
 tool with its own in-doubt POLICY (the run's default is a different one), keyed by
-``ctx.tool_call_id``. Each run of ``charge`` appends ``<tool_call_id> <attempt>`` to
-``PROJECT/charges.txt``; with ``TEAM_CRASH_KILL_IN_CHARGE=1`` its first attempt SIGKILLs
-the process right after that line is written — a crash in the middle of a side effect.
+``ctx.idempotency_key``. Each run of ``charge`` appends ``<tool_call_id> <attempt>`` to
+``PROJECT/charges.txt`` and ``<idempotency_key> <attempt>`` to ``PROJECT/keys.txt``; with
+``TEAM_CRASH_KILL_IN_CHARGE=1`` its first attempt SIGKILLs the process right after those
+lines are written — a crash in the middle of a side effect.
 The ``CLEW_FAULT_*`` variables kill it elsewhere (Runtime.from_env reads them).
 """
 
@@ -76,6 +77,10 @@ def team(project: Path, policy: str) -> Team:
         """Charge the customer (a side effect: not idempotent)."""
         with (project / "charges.txt").open("a", encoding="utf-8") as f:
             f.write(f"{ctx.tool_call_id} {ctx.attempt}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        with (project / "keys.txt").open("a", encoding="utf-8") as f:
+            f.write(f"{ctx.idempotency_key} {ctx.attempt}\n")
             f.flush()
             os.fsync(f.fileno())
         if os.environ.get("TEAM_CRASH_KILL_IN_CHARGE") and ctx.attempt == 1:

@@ -21,6 +21,7 @@ from eventlog.events import (
     ToolCallStarted,
     ToolFailed,
 )
+from eventlog.ids import idempotency_key
 from projections import verify
 
 
@@ -84,6 +85,25 @@ def test_a_retried_call_gets_the_same_tool_call_id_after_a_sigkill_in_the_tool(
     started = _charge_started(home, project, sid)
     # Before the kill and after the resume, the same call: the same idempotency key.
     assert [(started.tool_call_id, 1), (started.tool_call_id, 2)] == _charges(project)
+    _assert_recovered(home, project, sid)
+
+
+def test_a_retried_call_gets_the_same_idempotency_key_after_a_sigkill_in_the_tool(
+    tmp_path: Path,
+) -> None:
+    home, project, sid = _kill_and_resume(tmp_path, "retry", TEAM_CRASH_KILL_IN_CHARGE="1")
+
+    keys = [ln.split() for ln in (project / "keys.txt").read_text().splitlines()]
+    with Runtime(home, project) as rt:
+        (started,) = [
+            e
+            for e in rt.store.read_events(sid)
+            if isinstance(e.event, ToolCallStarted) and e.event.tool_name == "charge"
+        ]
+    assert started.run_id is not None
+    key = idempotency_key(started.run_id, started.event.tool_call_id)
+    # The first attempt, killed inside the tool, and the resumed one: one key, the call's.
+    assert [[key, "1"], [key, "2"]] == keys
     _assert_recovered(home, project, sid)
 
 
