@@ -2,7 +2,8 @@
 
 Policy (numbers in :class:`RetryPolicy`; the prose lives in ``docs/providers.md``):
 
-- 429 and every 5xx are retried; any other non-2xx status fails at once;
+- 429 and every 5xx are retried; any other non-2xx status fails at once, and so does a
+  429 whose error code is a billing state (``insufficient_quota``: no wait ends it);
 - a timeout, a refused/reset connection or a body cut off mid-way is retried;
 - a complete 2xx body that is not a JSON object fails at once (a wrong base URL
   serving HTML does not get better by asking again);
@@ -83,6 +84,19 @@ def error_detail(body: bytes) -> str:
         if isinstance(data.get("message"), str):
             return str(data["message"])
     return text
+
+
+def error_code(body: bytes) -> str | None:
+    """Return the ``code`` (else ``type``) of an OpenAI-style JSON error body, if any."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return None
+    code = error.get("code") or error.get("type")
+    return code if isinstance(code, str) else None
 
 
 def redacted_url(url: str) -> str:
@@ -280,7 +294,7 @@ class JsonHttpClient:
             return response, at
         raw = self._read(response, at, timeout)
         detail = excerpt(error_detail(raw), self._secrets)
-        retry = is_retryable_status(status)
+        retry = is_retryable_status(status, error_code(raw))
         wait = parse_retry_after(response.headers, self._wall_clock()) if retry else None
         raise _Attempt(self.fail(f"HTTP {status}: {detail}", status, retry), wait)
 

@@ -8,9 +8,12 @@ becomes a ``role: tool`` message with its ``tool_call_id`` (an error result's
 text starts with ``ERROR: `` — the wire format has no flag for it).
 
 Mapping (wire → clew): ``content`` → a text block, ``tool_calls`` → tool_call
-blocks (arguments parsed), usage → :class:`Usage` with disjoint buckets
+blocks (arguments parsed), a legacy ``function_call`` (older OpenAI-compatible servers)
+→ one tool_call block, usage → :class:`Usage` with disjoint buckets
 (``input_tokens`` excludes the cached prompt tokens, which are
-``cache_read_tokens``), ``finish_reason`` → the normalised stop reason.
+``cache_read_tokens``), ``finish_reason`` → the normalised stop reason. A choice with no
+``message`` (Azure OpenAI's content filter: ``finish_reason: "content_filter"``) is an
+empty reply with stop reason ``error`` and its usage kept — the tokens were billed.
 
 Streaming (``stream``): the body asks for ``"stream": true`` and
 ``stream_options.include_usage``; the chunks' ``delta`` s are gathered — text, tool-call
@@ -196,10 +199,13 @@ class _Message(msgspec.Struct):
     content: str | list[Any] | None = None
     tool_calls: list[_ToolCall] | None = None
     refusal: str | None = None
+    #: The legacy single call (before ``tool_calls``); it has no id.
+    function_call: _Function | None = None
 
 
 class _Choice(msgspec.Struct):
-    message: _Message
+    # Absent when a content filter stopped the completion (Azure OpenAI).
+    message: _Message = msgspec.field(default_factory=_Message)
     finish_reason: str | None = None
 
 
@@ -237,7 +243,10 @@ def response_from(completion: _Completion, model: str) -> ModelResponse:
     text = _content_text(message.content) or (message.refusal or "")
     if text:
         blocks.append(TextBlock(text=text))
-    for index, call in enumerate(message.tool_calls or []):
+    calls = list(message.tool_calls or [])
+    if not calls and message.function_call is not None:
+        calls.append(_ToolCall(function=message.function_call))
+    for index, call in enumerate(calls):
         blocks.append(
             ToolCallBlock(
                 id=call.id or _fallback_call_id(completion.id, call, index),
@@ -247,7 +256,7 @@ def response_from(completion: _Completion, model: str) -> ModelResponse:
         )
     stop_reason = FINISH_REASONS.get(choice.finish_reason or "", "end_turn")
     # Some local servers say "stop" even when they return tool calls.
-    if message.tool_calls and stop_reason == "end_turn":
+    if calls and stop_reason == "end_turn":
         stop_reason = "tool_use"
     return ModelResponse(
         content=blocks,

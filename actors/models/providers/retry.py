@@ -39,9 +39,19 @@ class RetryPolicy:
         return rng.uniform(0.0, cap)
 
 
-def is_retryable_status(status: int) -> bool:
-    """Return whether an HTTP status is worth another attempt (429 and 5xx)."""
-    return status == 429 or 500 <= status <= 599
+#: Error codes of a 429 that is a billing state, not a transient limit: asking again only
+#: waits out the deadline (OpenAI and the gateways copying its error body).
+BILLING_ERROR_CODES = frozenset(
+    {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+)
+
+
+def is_retryable_status(status: int, error_code: str | None = None) -> bool:
+    """Return whether an HTTP status is worth another attempt (429 and 5xx), given the
+    error body's ``code``/``type`` (a 429 saying ``insufficient_quota`` is not)."""
+    if status == 429:
+        return error_code not in BILLING_ERROR_CODES
+    return 500 <= status <= 599
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:

@@ -348,3 +348,24 @@ def test_stop_reasons_map_to_run_end_reasons(stop_reason: str, end_reason: str) 
 def test_a_retry_policy_without_attempts_is_refused() -> None:
     with pytest.raises(ProviderConfigError, match="max_attempts must be at least 1"):
         RetryPolicy(max_attempts=0)
+
+
+def test_a_429_insufficient_quota_fails_at_once_without_retries(
+    server: FakeServer, clock: FakeClock, openai_model: MakeOpenAI
+) -> None:
+    # A billing state, not a rate limit: no wait ends it (issue 32, item 4).
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    server.reply(Reply(status=429, body=quota), OK)
+
+    error = failure(openai_model)
+
+    assert (429, False) == (error.status, error.retryable)
+    assert "exceeded your current quota" in str(error)
+    assert 1 == len(server.requests)
+    assert [] == clock.sleeps

@@ -259,3 +259,52 @@ def test_bad_specs_are_refused_with_one_sentence(spec: str, message: str) -> Non
 def test_a_base_url_that_is_not_http_is_refused() -> None:
     with pytest.raises(ProviderConfigError, match="not an http"):
         model_from_spec("openai:x", env={}, base_url="ftp://example.org")
+
+
+# --- real payloads (issue 32, item 4) -------------------------------------------------------
+
+
+def test_a_content_filter_stop_without_a_message_is_an_error_reply_with_its_usage(
+    server: FakeServer, openai_model: Make
+) -> None:
+    # Azure OpenAI: the filter stopped the completion; the choice has no message at all.
+    body = {
+        "id": "chatcmpl-1",
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": "content_filter", "content_filter_results": {}}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 0},
+    }
+    server.reply(Reply(body=body))
+
+    response = ask(openai_model(), user("hi"))
+
+    expected = ModelResponse(
+        content=[], usage=Usage(input_tokens=31), stop_reason="error", model="gpt-4o"
+    )
+    assert expected == response
+
+
+def test_a_legacy_function_call_reply_maps_to_a_tool_call(
+    server: FakeServer, openai_model: Make
+) -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "weather", "arguments": '{"city": "Lisbon"}'},
+    }
+    body = {
+        "id": "chatcmpl-2",
+        "choices": [{"index": 0, "message": message, "finish_reason": "function_call"}],
+    }
+    server.reply(Reply(body=body))
+
+    response = ask(openai_model(), user("hi"))
+
+    [call] = response.content
+    assert isinstance(call, ToolCallBlock)
+    assert ("weather", {"city": "Lisbon"}, "tool_use") == (
+        call.name,
+        call.arguments,
+        response.stop_reason,
+    )
+    assert call.id.startswith("call_")
