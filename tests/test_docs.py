@@ -212,6 +212,13 @@ def test_a_misplaced_or_unknown_marker_is_a_problem() -> None:
     ] == problems
 
 
+def test_no_python_block_writes_to_a_fixed_tmp_path() -> None:
+    # Run as written, a block naming /tmp/… writes outside its test's directories, and two
+    # checkouts on one machine break each other's doc tests (issue 32, item 14).
+    fixed = [b.id for b in BLOCKS if re.search(r"[\"']/tmp\b", b.script())]
+    assert [] == fixed
+
+
 @pytest.mark.parametrize(
     "block",
     [
@@ -228,6 +235,9 @@ def test_python_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     script.write_text(block.script(), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not PRIVATE_ENV.match(k)}
     env["CLEW_HOME"] = str(home)
+    # A block's temporary directories (tempfile.mkdtemp) stay inside this test's.
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
     # This checkout's packages, not whatever clew is installed.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
 
