@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from actors.errors import UsageError
 from actors.models.calls import on_give_up
 from actors.models.protocol import (
     AsyncModel,
@@ -71,7 +72,19 @@ def as_model(model: AnyModel) -> Model:
         return SyncStreamingBridge(model, loop)
     if isinstance(model, AsyncModel):
         return SyncBridge(model, loop)
-    return model  # not a model at all: refused where it is used, as before
+    raise UsageError(_not_a_model(model))
+
+
+def _not_a_model(model: object) -> str:
+    """Say what a ``model=`` argument lacks, and what a model is."""
+    what = "None" if model is None else f"{type(model).__name__} object"
+    needs = "a `name` and `complete(request) -> ModelResponse` (or `acomplete`)"
+    missing = [a for a in ("name", "complete") if not hasattr(model, a)]
+    lacks = f" (it has no {' and no '.join(missing)})" if model is not None and missing else ""
+    return (
+        f"model: {what} is not a model{lacks}: pass one with {needs}, e.g. ScriptedModel(...) "
+        "or model_from_spec('openai:gpt-4o-mini') (docs/runtime.md)"
+    )
 
 
 class _RuntimeLoop:

@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 import pydantic
 
-from actors.errors import CallCancelled, CallTimedOut, ToolAborted, ToolTimeout
+from actors.errors import CallCancelled, CallTimedOut, ToolAborted, ToolTimeout, UsageError
 from actors.models.calls import CancelScope, call_off_thread
 from actors.models.protocol import ToolSpec
 from actors.models.storable import check_storable
@@ -312,6 +312,28 @@ def output_blocks(output: ToolOutput) -> list[ContentBlock]:
     return [JsonBlock(data=output)]
 
 
+def check_tool(t: object) -> Tool:
+    """Return ``t`` if it is a tool.
+
+    Raises:
+        UsageError: it is not (a plain function not decorated with ``@tool``, …), naming
+            the fix.
+    """
+    if isinstance(t, Tool):
+        return t
+    if inspect.isfunction(t) or inspect.ismethod(t):
+        raise UsageError(
+            f"tools: {t.__name__} is a plain function, not a tool: decorate it with "
+            f"@tool(ArgsModel) (a pydantic model of its arguments; docs/runtime.md)"
+        )
+    missing = [a for a in ("name", "description", "args_model", "idempotent", "call")
+               if not hasattr(t, a)]  # fmt: skip
+    raise UsageError(
+        f"tools: a {type(t).__name__} object is not a tool (it has no {', '.join(missing)}): "
+        "make a function one with @tool(ArgsModel), or pass a FunctionTool"
+    )
+
+
 class ToolRegistry:
     """Tools by name; what a run may call."""
 
@@ -325,7 +347,12 @@ class ToolRegistry:
             self.add(t)
 
     def add(self, t: Tool) -> None:
-        """Register ``t``; a second tool with the same name is refused."""
+        """Register ``t``; a second tool with the same name is refused.
+
+        Raises:
+            UsageError: ``t`` is not a tool (a plain function not decorated with ``@tool``).
+        """
+        check_tool(t)
         if t.name in self._tools:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self._tools[t.name] = t

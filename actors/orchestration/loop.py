@@ -341,9 +341,14 @@ def _ask(
     rec: RunRecorder,
     requested: ModelRequested,
 ) -> ModelResponse:
-    """Ask ``model`` (on the helper thread): streamed when someone watches and it can."""
+    """Ask ``model`` (on the helper thread): streamed when someone watches and it can.
+
+    Raises:
+        ModelError: the model answered something that is not a ``ModelResponse``
+            (``BadModelReply``: a failed candidate, so the chain may fall back).
+    """
     if on_delta is None or not isinstance(model, StreamingModel):
-        return model.complete(request)
+        return _checked_reply(model, model.complete(request))
     response: ModelResponse | None = None
     for item in model.stream(request):
         if isinstance(item, ModelResponse):
@@ -363,6 +368,17 @@ def _ask(
     if response is None:
         raise ModelError("the stream ended without a response", error_type=STREAM_INTERRUPTED)
     return response
+
+
+def _checked_reply(model: Model, reply: object) -> ModelResponse:
+    """Return ``reply`` if it is a ``ModelResponse``; else say what the model returned."""
+    if isinstance(reply, ModelResponse):
+        return reply
+    raise ModelError(
+        f"model {safe_text(str(model.name))!r}: complete() returned a {type(reply).__name__}, "
+        "not a ModelResponse(content=[TextBlock(text=…)], …) (docs/runtime.md)",
+        error_type="BadModelReply",
+    )
 
 
 def _failed(requested: ModelRequested, e: ModelError, *, will_fallback: bool) -> ModelFailed:

@@ -21,7 +21,7 @@ import pydantic
 from actors.errors import TeamError
 from actors.models.async_models import AnyModel, as_model
 from actors.models.protocol import Model, ModelSettings
-from actors.models.tools import Tool, ToolRegistry
+from actors.models.tools import Tool, ToolRegistry, check_tool
 from actors.orchestration.checks import Check, check_names
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import find_cycle
@@ -231,7 +231,7 @@ def _resolved(role: Role, shared: Sequence[Tool], union: ToolRegistry) -> Resolv
 
 def _join(registry: ToolRegistry, t: Tool) -> None:
     """Add ``t`` unless it is there already; a different tool of the same name is refused."""
-    known = registry.get(t.name)
+    known = registry.get(check_tool(t).name)
     if known is None:
         registry.add(t)
     elif known is not t:
