@@ -6,9 +6,13 @@ transport (a child process over stdio, or streamable HTTP), initializes the SDK'
 entered and left by that same task, as anyio requires. A tool call is a coroutine sent to
 the loop; the tool's thread (see ``actors.models.tools.invoke``) waits for its result.
 
-A call's outcome is the tool's output (its text content joined), so the runtime records
-it in ``tool_call_finished`` like any tool's; a replay uses the recorded outcome and the
-recorded spec, and never starts the server.
+A call's outcome is the tool's output (its text content joined; an image or other
+non-text content beside the text kept as JSON blocks after it, which the artifact rule
+stores as artifacts with a reference when large), so the runtime records it in
+``tool_call_finished`` like any tool's; a replay uses the recorded outcome and the
+recorded spec, and never starts the server. A tool whose ``execution.taskSupport`` is
+``required`` answers only task-augmented calls, which clew does not make: it is not
+offered (:attr:`McpTools.not_offered` says so).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from actors.errors import McpToolFailed, McpUnavailable
 from actors.mcp.servers import StdioServer, server_name
 from actors.models.protocol import ToolSpec
 from actors.models.tools import ToolOutput
+from eventlog.blocks import JsonBlock, TextBlock
 
 try:  # mcp 2.x
     from mcp.client.streamable_http import streamable_http_client as _http_client
@@ -76,9 +81,19 @@ def is_idempotent(listed: Any) -> bool:
     return read_only is True or idempotent is True
 
 
+def needs_tasks(listed: Any) -> bool:
+    """True iff the server says the tool must be called as a task (``taskSupport``
+    ``required``): a plain call of it always fails."""
+    execution = getattr(listed, "execution", None)
+    return execution is not None and _field(execution, "task_support", "taskSupport") == (
+        "required"
+    )
+
+
 def output_of(name: str, result: Any) -> ToolOutput:
-    """The clew output of an MCP ``CallToolResult``: its text content joined by newlines;
-    without text, its structured content, else its content blocks as JSON.
+    """The clew output of an MCP ``CallToolResult``: its text content joined by newlines
+    (followed by its other content blocks as JSON blocks, if any: an image beside the
+    text is kept); without text, its structured content, else its content blocks as JSON.
 
     Raises:
         McpToolFailed: the result is ``isError`` (the message is its text).
@@ -87,10 +102,17 @@ def output_of(name: str, result: Any) -> ToolOutput:
     text = "\n".join(c.text for c in content if getattr(c, "type", None) == "text")
     if _field(result, "is_error", "isError") is True:
         raise McpToolFailed(text or f"the MCP tool {name!r} reported an error")
+    others = [
+        c.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for c in content
+        if getattr(c, "type", None) != "text"
+    ]
+    if text and others:
+        return [TextBlock(text=text), *(JsonBlock(data=c) for c in others)]
     if text or not content:
         structured = _field(result, "structured_content", "structuredContent")
         return structured if not text and isinstance(structured, dict) else text
-    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in content]
+    return others
 
 
 class McpTool:
@@ -156,7 +178,15 @@ class McpTools(Sequence[McpTool]):
         except BaseException:
             self.close()
             raise
-        self._tools = [McpTool(self, t, prefix, call_timeout_s) for t in listed]
+        self._tools = [
+            McpTool(self, t, prefix, call_timeout_s) for t in listed if not needs_tasks(t)
+        ]
+        #: The server's tools not offered to a model, with why (by their clew names).
+        self.not_offered: dict[str, str] = {
+            prefix + t.name: "its execution.taskSupport is 'required' (task-augmented calls only)"
+            for t in listed
+            if needs_tasks(t)
+        }
 
     async def _serve(self, ready: concurrent.futures.Future[list[Any]]) -> None:
         """Open the session, list the tools into ``ready``, then hold it open until closed."""

@@ -238,3 +238,33 @@ def test_the_output_of_a_result_without_text() -> None:
     assert {"type": "image", "data": "AAAA", "mimeType": "image/png"} == block
     with pytest.raises(McpToolFailed, match="reported an error"):
         output_of("t", types.CallToolResult(content=[], isError=True))
+
+
+def test_an_image_beside_text_in_a_result_is_kept_after_the_text() -> None:
+    from mcp import types  # noqa: PLC0415 - the optional extra
+
+    from actors.mcp.tools import output_of  # noqa: PLC0415 - imports the SDK
+    from eventlog.blocks import JsonBlock, TextBlock  # noqa: PLC0415
+
+    text = types.TextContent(type="text", text="the chart:")
+    image = types.ImageContent(type="image", data="AAAA", mimeType="image/png")
+
+    blocks = output_of("chart", types.CallToolResult(content=[text, image]))
+
+    image_json = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    assert [TextBlock(text="the chart:"), JsonBlock(data=image_json)] == blocks
+
+
+def test_a_tool_that_requires_task_augmentation_is_not_offered() -> None:
+    from mcp import types  # noqa: PLC0415 - the optional extra
+
+    from actors.mcp.tools import needs_tasks  # noqa: PLC0415 - imports the SDK
+
+    def listed(support: str | None) -> types.Tool:
+        execution = types.ToolExecution(taskSupport=support) if support else None
+        return types.Tool(name="t", inputSchema={"type": "object"}, execution=execution)
+
+    assert needs_tasks(listed("required"))
+    assert not needs_tasks(listed("optional"))
+    assert not needs_tasks(listed("forbidden"))
+    assert not needs_tasks(listed(None))
