@@ -4,14 +4,17 @@ The public Python surface. Internal modules import their siblings directly.
 
 The rooms: ``runtime/`` (the Runtime facade, sessions, run, replay, resume, verify) ·
 ``orchestration/`` (the Brain, workers, the agent loop, plans and prompts) · ``tasks/``
-(the task manager and a run's task board) · ``replay/`` (the recorder, divergences,
-reading a recording, the recorded run inputs) · ``models/`` (the model and tool seams,
+(the task manager and a run's task board) · ``recording/`` (the recorder every run
+records through, the run inputs, reading a recording back) · ``replay/`` (re-execution,
+divergences, the replay report) · ``models/`` (the model and tool seams,
 the scripted model, providers) · ``observe/`` (the run digest's log lines, OpenTelemetry
 spans of each run) · ``cli/`` (the ``clew`` command) · ``ui/`` (``clew ui``, the web
-inspector; needs ``clew[ui]``) · ``errors`` · ``demo``.
+inspector; needs ``clew[ui]``) · ``errors`` · ``divergences`` (the values a divergence is
+made of) · ``demo``.
 """
 
 from actors import moved
+from actors.divergences import FieldDiff, RunDivergence
 from actors.errors import (
     AlreadyDecided,
     ArchivedSession,
@@ -58,10 +61,9 @@ from actors.orchestration.checks import Check
 from actors.orchestration.hooks import Allow, Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Role, Team
-from actors.replay.diff import FieldDiff
+from actors.recording.inputs import RunInputs, RunSettings
 from actors.replay.divergence import Consequences, FirstDivergence
-from actors.replay.inputs import RunInputs, RunSettings
-from actors.replay.report import LiveToolsCount, ReplayReport, RunDivergence
+from actors.replay.report import LiveToolsCount, ReplayReport
 from actors.replay.request_diff import describe_request_change
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.coord.protocol import QueuedRun

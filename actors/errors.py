@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from eventlog.errors import ClewError, Refused, ReplayDivergence, ToolError
 
 if TYPE_CHECKING:
-    from actors.replay.diff import FieldDiff
+    from actors.divergences import FieldDiff
 
 
 class NothingToResume(Refused):

@@ -25,6 +25,13 @@ from typing import Any
 #: Old dotted module name → the module that holds it now (since: the release it moved in).
 MOVED: dict[str, str] = {
     "actors.providers": "actors.models.providers",  # since 0.2.0
+    # Issue 30: the live recording path left replay/ for its own room; fixes joined main_run.
+    "actors.replay.recorder": "actors.recording.recorder",  # since 0.2.0
+    "actors.replay.commits": "actors.recording.commits",  # since 0.2.0
+    "actors.replay.inputs": "actors.recording.inputs",  # since 0.2.0
+    "actors.replay.outcomes": "actors.recording.outcomes",  # since 0.2.0
+    "actors.replay.recording": "actors.recording.recorded",  # since 0.2.0
+    "actors.orchestration.fixes": "actors.orchestration.main_run",  # since 0.2.0
 }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from _modules import PACKAGES, module_names
 
-MAX_MODULE_LINES = 500
+MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 60
 #: A function may pass the limit when a comment holding this says why, on the line before
 #: its ``def`` (or its decorators) or up to its first body line.

@@ -25,7 +25,7 @@ from actors.cli.recipes import replay_tools
 from actors.cli.team_file import load_team
 from actors.errors import UsageError
 from actors.models.tools import Tool
-from actors.replay.recording import RecordedModel, session_tools
+from actors.recording.recorded import RecordedModel, session_tools
 from actors.replay.report import ReplayReport
 from actors.runtime.runtime import Runtime
 from actors.runtime.verify import VerifyReport

@@ -26,7 +26,7 @@ from actors.models.protocol import Model, ModelSettings
 from actors.models.tools import Tool
 from actors.orchestration.checks import Check
 from actors.orchestration.team import Role, Team, resolve
-from actors.replay.recording import RecordedModel
+from actors.recording.recorded import RecordedModel
 
 #: The team of ``clew demo``, shipped with the package.
 DEMO_TEAM = Path(__file__).resolve().parents[1] / "demo_team.toml"

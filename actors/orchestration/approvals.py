@@ -23,7 +23,7 @@ import msgspec
 from actors.models.storable import safe_text
 from actors.models.tools import Tool, ToolContext
 from actors.orchestration.env import SessionEnv
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from eventlog.blocks import ToolCallBlock
 from eventlog.events import ApprovalDecided, ApprovalRequested, RunWaiting, ToolFailed
 

@@ -22,8 +22,8 @@ from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
-from actors.replay.inputs import RunInputs
-from actors.replay.log import interruption, is_replay_stop
+from actors.recording.inputs import RunInputs
+from actors.recording.stops import interruption, is_replay_stop
 from actors.tasks.manager import TaskManagerProxy
 from eventlog.events import AgentStatusChanged, RunEnded, Usage
 from eventlog.ids import brain_agent_id

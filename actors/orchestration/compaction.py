@@ -32,7 +32,7 @@ from actors.orchestration.artifact_tool import with_artifact_reader
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import AgentSpec, Conversation, call_model
 from actors.orchestration.roster import SUMMARIZER
-from actors.replay.inputs import ContextRecord
+from actors.recording.inputs import ContextRecord
 from eventlog.blocks import (
     ArtifactRefBlock,
     ContentBlock,

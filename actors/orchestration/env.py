@@ -12,10 +12,10 @@ from actors.models.calls import CancelScope
 from actors.models.protocol import Model, TextDelta
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
-from actors.replay.inputs import FLOW, ContextRecord, RunSettings
+from actors.recording.inputs import FLOW, ContextRecord, RunSettings
+from actors.recording.recorder import RunRecorder
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions
-from actors.replay.recorder import RunRecorder
 from actors.replay.requests import ContentIndex
 from eventlog.clock import Clock
 from eventlog.records import StoredEvent

@@ -23,7 +23,7 @@ from actors.models.protocol import ModelRequest
 from actors.models.storable import safe_text
 from actors.models.tools import ToolContext
 from actors.orchestration.approvals import Deny, Edit, apply
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from eventlog.blocks import ToolCallBlock, ToolResultBlock
 from eventlog.events import ApprovalDecided, HookDecided, ToolFailed
 

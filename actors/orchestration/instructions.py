@@ -3,7 +3,7 @@
 Seed 000's "project support section": when a new main run starts, the file named by
 ``RunSettings.instructions_file`` in the session's project directory is read — a regular
 file only, at most ``instructions_max_bytes`` of it (cut at a character boundary) — and
-recorded in the run's inputs (:class:`~actors.replay.inputs.InstructionsRecord`). The
+recorded in the run's inputs (:class:`~actors.recording.inputs.InstructionsRecord`). The
 worker and primary prompts include that recorded text; each worker's handoff lists it
 (and the prior results it was given) as ``context_refs``. A replay or a resume never
 reads the file again.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actors.errors import UsageError
-from actors.replay.inputs import ContextRecord, InstructionsRecord
+from actors.recording.inputs import ContextRecord, InstructionsRecord
 from eventlog.errors import UnsafeFile
 from eventlog.packets import ContextRef, WorkerResult
 from eventlog.regular_files import MIB, read_regular_file

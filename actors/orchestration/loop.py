@@ -33,7 +33,7 @@ from actors.orchestration.env import SessionEnv
 from actors.orchestration.hooks import observe
 from actors.orchestration.output import OutputSpec, feedback, verdict_metadata
 from actors.orchestration.tool_call import run_tool
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from actors.replay.requests import content_hash, requested_event
 from eventlog.blocks import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.errors import ModelError

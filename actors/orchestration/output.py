@@ -18,7 +18,7 @@ import pydantic
 
 from actors.errors import PlanError
 from actors.orchestration.plan import json_payload
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from eventlog.blocks import ContentBlock
 from eventlog.events import NodeAppended
 

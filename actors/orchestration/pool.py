@@ -29,7 +29,7 @@ from actors.orchestration.plan import Plan, PlannedWorker
 from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
 from actors.orchestration.run_plan import RunPlan
 from actors.orchestration.worker import StartWorker, Worker, failed_result
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from eventlog.events import HandoffSent, RunWaiting, WorkerResultReceived
 from eventlog.ids import handoff_id, task_of, worker_agent_id
 from eventlog.packets import AgentTaskContext, HandoffPacket, TaskProgress, WorkerResult

@@ -1,7 +1,7 @@
 """The team as a run uses it: every role resolved, its tools as an allow-list registry.
 
 A :class:`Roster` is built from a :class:`~actors.orchestration.team.Team` when a run
-starts (``team.resolve``), or from the :class:`~actors.replay.inputs.TeamRecord` of a
+starts (``team.resolve``), or from the :class:`~actors.recording.inputs.TeamRecord` of a
 recording (:func:`roster_from_record`, with tool and output stand-ins). The *default*
 roster — no team given — has no catalogue: the router names roles freely, every role
 sees every tool and the prompts are the built-in ones, so a run without a team is
@@ -18,7 +18,7 @@ from actors.models.tools import ToolRegistry
 from actors.orchestration.checks import Check, stand_in
 from actors.orchestration.output import OutputSpec
 from actors.orchestration.plan import FALLBACK_PLAN, Plan
-from actors.replay.inputs import CheckRecord, RoleRecord, TeamRecord
+from actors.recording.inputs import CheckRecord, RoleRecord, TeamRecord
 from eventlog.ids import is_dispatch_task_id
 
 #: The role of review workers when the team names no reviewer (the default team).

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import Conversation
 from actors.orchestration.plan import Plan
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from actors.tasks.agreement import run_wal_name
 from actors.tasks.changes import StartWal
 from actors.tasks.manager import TaskManagerProxy

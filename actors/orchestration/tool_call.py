@@ -23,7 +23,7 @@ from actors.models.tools import (
 from actors.orchestration.approvals import gate
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.hooks import before_tool, observe
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
 from eventlog.blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
 

@@ -27,8 +27,8 @@ from actors.orchestration.instructions import with_support
 from actors.orchestration.loop import AgentSpec, Conversation, agent_loop
 from actors.orchestration.plan import normalise_worker_reply, typed_worker_result
 from actors.orchestration.prompts import WORKER_SYSTEM, role_system, worker_prompt
-from actors.replay.log import interruption, is_replay_stop
-from actors.replay.recorder import RunRecorder
+from actors.recording.recorder import RunRecorder
+from actors.recording.stops import interruption, is_replay_stop
 from eventlog.blocks import TextBlock
 from eventlog.events import (
     AgentCreated,

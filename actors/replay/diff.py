@@ -1,4 +1,7 @@
-"""Field-level differences between a recorded event and the re-executed one.
+"""Finding the field-level differences between a recorded event and the re-executed one.
+
+The value, :class:`~actors.divergences.FieldDiff`, lives below ``errors.py``; this
+module compares two values and builds them.
 
 Two texts that differ (a system prompt after a role's instructions changed, a message)
 also get ``lines``: a unified diff of the two, so the report shows *what* changed, not
@@ -10,23 +13,10 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-import msgspec
+from actors.divergences import FieldDiff
 
 #: Lines of context around each change in a text diff.
 _CONTEXT = 1
-
-
-class FieldDiff(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One differing field: a dotted path, the recorded value and the re-executed one.
-
-    ``lines`` is a unified diff (``-`` recorded, ``+`` re-executed) when both values are
-    texts and at least one has several lines; empty (and left out of the JSON) otherwise.
-    """
-
-    path: str
-    expected: Any
-    actual: Any
-    lines: list[str] = msgspec.field(default_factory=list)
 
 
 def text_diff(expected: str, actual: str) -> list[str]:

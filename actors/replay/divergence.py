@@ -10,15 +10,12 @@ events not reached".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from actors.replay.diff import FieldDiff
+from actors.divergences import FieldDiff, RunDivergence
 from eventlog.records import StoredEvent
-
-if TYPE_CHECKING:
-    from actors.replay.report import RunDivergence
 
 #: Fields that only say *that* something changed: named last, when nothing else differs.
 _OPAQUE = ("request_hash",)

@@ -15,8 +15,9 @@ from typing import Any
 
 import msgspec
 
+from actors.divergences import FieldDiff
 from actors.errors import Divergence
-from actors.replay.diff import FieldDiff, diff_values, with_text_diffs
+from actors.replay.diff import diff_values, with_text_diffs
 from actors.replay.options import ReplayOptions
 from eventlog.artifact_plan import stored_forms
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed, event_type_of

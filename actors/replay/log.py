@@ -1,21 +1,10 @@
-"""What re-executed runs found, collected thread-safely while a replay or resume runs;
-and which exceptions stop a run without being an outcome of it."""
+"""What re-executed runs found, collected thread-safely while a replay or resume runs."""
 
 from __future__ import annotations
 
 import threading
 
-import pykka
-
-from actors.errors import Divergence, EndOfRecording, RunInterrupted
-from actors.models.storable import safe_text
-from eventlog.errors import StoreError, TaskWalError
-
-#: Failures of a run's *environment*: the store (disk full, I/O error, locked past its
-#: timeout, the writer stopped), a Task WAL that cannot be read or written, a commit or a
-#: task manager's reply that did not come in time (``TimeoutError`` is an ``OSError``).
-#: They are never recorded: the run stops as interrupted and a resume finishes it.
-_ENVIRONMENT = (StoreError, TaskWalError, OSError, pykka.Timeout)
+from actors.errors import Divergence
 
 
 class ReplayLog:
@@ -53,24 +42,3 @@ class ReplayLog:
     def count(self, run_id: str, n: int) -> None:
         with self._lock:
             self.compared[run_id] = n
-
-
-def is_replay_stop(e: BaseException) -> bool:
-    """True for the exceptions that end a re-executed run on purpose."""
-    return isinstance(e, Divergence | EndOfRecording)
-
-
-def interruption(e: BaseException) -> RunInterrupted | None:
-    """Return ``e`` as a :class:`RunInterrupted` if it is an environment failure, else None.
-
-    Only for exceptions raised by the run's own code (recorder, task board, store reads):
-    a tool's or a model's exceptions are outcomes and are recorded before they get here.
-    """
-    if isinstance(e, RunInterrupted):
-        return e
-    if isinstance(e, _ENVIRONMENT):
-        return RunInterrupted(
-            f"the run was interrupted by its environment ({safe_text(str(e)) or type(e).__name__});"
-            " nothing of the failure was recorded"
-        )
-    return None

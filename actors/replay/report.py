@@ -12,28 +12,12 @@ from typing import Any
 
 import msgspec
 
+from actors.divergences import RunDivergence
 from actors.errors import Divergence
 from actors.replay.cuts import follow_cuts
-from actors.replay.diff import FieldDiff
 from actors.replay.divergence import Consequences, FirstDivergence, fold
 from actors.replay.log import ReplayLog
 from eventlog.records import StoredEvent
-
-
-class RunDivergence(msgspec.Struct, frozen=True, kw_only=True):
-    """The first place one run's re-execution differs from its recording."""
-
-    run_id: str
-    run_seq: int | None
-    expected_type: str | None
-    actual_type: str | None
-    diff: list[FieldDiff] = msgspec.field(default_factory=list)
-    message: str = ""
-    #: ``diverged`` (today's code emitted something else), ``not_reached`` (recorded,
-    #: never reached: a consequence) or ``unrecorded`` (ran, never recorded: likewise).
-    kind: str = "diverged"
-    #: The session ``seq`` of the recorded event it diverged at (None: no such event).
-    seq: int | None = None
 
 
 class LiveToolsCount(msgspec.Struct, frozen=True, kw_only=True):

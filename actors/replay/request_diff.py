@@ -17,8 +17,9 @@ from typing import Any, Final
 
 import msgspec
 
+from actors.divergences import FieldDiff
 from actors.models.protocol import ModelRequest, ToolSpec, request_hash
-from actors.replay.diff import FieldDiff, diff_values, text_diff, with_text_diffs
+from actors.replay.diff import diff_values, text_diff, with_text_diffs
 from actors.replay.requests import StoreRequests
 from eventlog.events import ModelRequested
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from actors.models.tools import Tool
     from actors.orchestration.main_run import RunOutcome
     from actors.orchestration.team import Team
-    from actors.replay.inputs import RunSettings
+    from actors.recording.inputs import RunSettings
     from actors.runtime.handle import RunHandle, StreamItem
     from actors.runtime.runtime import Runtime
 

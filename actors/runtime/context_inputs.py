@@ -1,6 +1,6 @@
 """What a new main run records about its context: windows, the budget, the instruction file.
 
-Resolved once, when the run starts, into the run's :class:`~actors.replay.inputs.ContextRecord`:
+Resolved once, when the run starts, into the run's :class:`~actors.recording.inputs.ContextRecord`:
 a replay or a resume reads the record back and never asks a model for its window or
 reads the instruction file again (docs/context.md).
 """
@@ -15,7 +15,7 @@ from actors.models.protocol import Model
 from actors.models.windows import window_of
 from actors.orchestration.instructions import read_instructions
 from actors.orchestration.roster import Roster
-from actors.replay.inputs import ContextRecord, RunSettings
+from actors.recording.inputs import ContextRecord, RunSettings
 
 
 def context_record(

@@ -22,7 +22,7 @@ from actors.models.tools import ToolRegistry
 from actors.observe.logs import RunLogs
 from actors.observe.tracing import Tracing, trace_commits, tracer_for
 from actors.orchestration.env import SessionEnv
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime.coord.ownership import SessionLeases
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.faults import FaultPlan

@@ -12,7 +12,7 @@ from actors.orchestration.approvals import Decision, PendingApproval
 from actors.orchestration.hooks import Hooks
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime import waiting
 from actors.runtime.engine import Engine
 from actors.runtime.waiting import WaitState

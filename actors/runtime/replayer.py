@@ -21,10 +21,10 @@ from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
+from actors.recording.recorded import read_recording, recorded_specs, run_started_of
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions, ToolTally
-from actors.replay.recording import read_recording, recorded_specs, run_started_of
 from actors.replay.report import LiveToolsCount, ReplayReport, build_report
 from actors.replay.requests import StoreRequests
 from actors.runtime.engine import Engine

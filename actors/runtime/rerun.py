@@ -23,8 +23,8 @@ from actors.models.tools import Tool, ToolOutput, ToolRegistry
 from actors.orchestration.brain import RunRequest
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.roster import Roster, needs_output_models, roster_from_record
-from actors.replay.inputs import RoleRecord, RunInputs, TeamRecord, tool_records
-from actors.replay.recording import read_recording, recorded_tools, run_started_of
+from actors.recording.inputs import RoleRecord, RunInputs, TeamRecord, tool_records
+from actors.recording.recorded import read_recording, recorded_tools, run_started_of
 from actors.runtime import runs
 from actors.runtime.engine import Engine, model_names
 from actors.runtime.fork import RERUN_KEY, fork_session

@@ -18,10 +18,10 @@ from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunInputs, RunSettings
+from actors.recording.inputs import RunInputs, RunSettings
+from actors.recording.recorded import recorded_specs, run_started_of
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions
-from actors.replay.recording import recorded_specs, run_started_of
 from actors.replay.requests import StoreRequests
 from actors.runtime import waiting
 from actors.runtime.archive import refuse_if_archived

@@ -28,8 +28,8 @@ from actors.models.tools import Tool
 from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import FLOW, RunInputs, RunSettings, tool_records
-from actors.replay.recording import run_started_of
+from actors.recording.inputs import FLOW, RunInputs, RunSettings, tool_records
+from actors.recording.recorded import run_started_of
 from actors.runtime.archive import refuse_if_archived
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
 from actors.runtime.runs import advise

@@ -15,7 +15,7 @@ from actors.orchestration.brain import RunRequest, execute
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import FLOW, RunInputs, RunSettings, tool_records
+from actors.recording.inputs import FLOW, RunInputs, RunSettings, tool_records
 from actors.runtime.archive import refuse_if_archived
 from actors.runtime.context_inputs import context_record
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names

@@ -19,7 +19,7 @@ from actors.models.tools import Tool
 from actors.observe.tracing import Tracing
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.replay.report import ReplayReport
 from actors.runtime import cancelling, deleting, replayer, retry, runs, switching
 from actors.runtime import follow as following

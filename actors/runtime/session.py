@@ -9,7 +9,7 @@ from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime import aio
 from actors.runtime.cancelling import CancelReport
 from actors.runtime.handle import RunHandle, StreamItem

@@ -23,8 +23,8 @@ from actors.orchestration.roster import (
     roster_from_record,
 )
 from actors.orchestration.team import ModelLookup, Team, resolve
-from actors.replay.inputs import RunInputs
-from actors.replay.recording import RecordedModel, recorded_models, recorded_tools
+from actors.recording.inputs import RunInputs
+from actors.recording.recorded import RecordedModel, recorded_models, recorded_tools
 
 Chains = dict[str, list[Model]]
 

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 import msgspec
 
 from actors.errors import ProjectDirGone
-from actors.replay.inputs import flow_of
+from actors.recording.inputs import flow_of
 from actors.runtime.engine import Engine
 from actors.tasks.agreement import disagreements, run_wal_name
 from actors.tasks.changes import TaskWalReport

@@ -20,7 +20,7 @@ from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.replay.requests import StoreRequests
 from actors.runtime.runtime import ModelArg, Runtime
 from eventlog.events import (

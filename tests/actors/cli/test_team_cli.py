@@ -13,7 +13,7 @@ from _runtime_helpers import route, rule, worker
 
 from actors.cli.team_file import DEMO_TEAM, load_team
 from actors.demo import demo_tools
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from eventlog.events import RunStarted
 
 TEAM = """\

@@ -18,7 +18,7 @@ from _runtime_helpers import route, rule, run_session, scripted, worker
 
 from actors.errors import McpToolFailed, McpUnavailable
 from actors.mcp import StdioServer, mcp_tools
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from actors.runtime.runtime import Runtime
 from eventlog.events import RunStarted, ToolCallFinished, ToolCallStarted, ToolFailed
 

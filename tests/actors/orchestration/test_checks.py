@@ -14,7 +14,7 @@ from _runtime_helpers import route, rule, run_session, scripted
 from actors.errors import TeamError, UsageError
 from actors.orchestration.checks import Check
 from actors.orchestration.team import Role, Team
-from actors.replay.inputs import RunInputs, RunSettings
+from actors.recording.inputs import RunInputs, RunSettings
 from actors.runtime.runtime import Runtime
 from actors.runtime.teams import team_for_resume
 from eventlog.blocks import text_of

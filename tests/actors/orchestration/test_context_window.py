@@ -13,7 +13,7 @@ from actors.models.protocol import ModelRequest
 from actors.models.scripted import ScriptedModel
 from actors.orchestration.compaction import SUMMARY_HEAD
 from actors.orchestration.team import Role, Team, resolve
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from actors.runtime.runtime import Runtime
 from eventlog.events import (
     ModelFailed,

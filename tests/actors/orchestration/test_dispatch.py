@@ -12,7 +12,7 @@ import pytest
 from _runtime_helpers import route, rule, run_session, scripted
 
 from actors.orchestration.team import Role, Team
-from actors.replay.inputs import RunInputs, RunSettings
+from actors.recording.inputs import RunInputs, RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import JsonBlock
 from eventlog.events import (

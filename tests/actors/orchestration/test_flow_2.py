@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from _runtime_helpers import route, rule, run_session, scripted, worker
 
-from actors.replay.inputs import FLOW, RunInputs
+from actors.recording.inputs import FLOW, RunInputs
 from actors.runtime.runtime import Runtime
 from eventlog.events import (
     HandoffSent,

@@ -10,7 +10,7 @@ import pytest
 from _runtime_helpers import route, rule, run_session, scripted, worker
 
 from actors.errors import UsageError
-from actors.replay.inputs import RunInputs, RunSettings
+from actors.recording.inputs import RunInputs, RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import TextBlock
 from eventlog.events import HandoffSent, RunStarted

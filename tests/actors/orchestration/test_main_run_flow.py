@@ -23,7 +23,7 @@ from _runtime_helpers import (
 from actors.errors import AlreadyDecided, StillWaiting
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import text_of
 from eventlog.events import (

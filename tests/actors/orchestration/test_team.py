@@ -20,7 +20,7 @@ from actors.models.protocol import ModelRequest, ModelResponse, ModelSettings
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool, ToolContext, tool
 from actors.orchestration.team import Role, Team, resolve
-from actors.replay.recording import RecordedModel
+from actors.recording.recorded import RecordedModel
 from actors.runtime.runtime import Runtime
 from eventlog.events import ModelRequested, PlanRejected, TodoPlanned, ToolCallStarted, ToolFailed
 

@@ -24,7 +24,7 @@ from _runtime_helpers import route, rule, run_session, scripted, worker
 from actors.models.protocol import ModelRequest, ModelResponse
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import TextBlock, ToolResultBlock
 from eventlog.events import ModelFailed, NodeAppended, RunEnded, ToolFailed

@@ -18,7 +18,7 @@ import pytest
 
 from actors.cli import main
 from actors.cli.recipes import models_for_resume
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from actors.runtime.runtime import Runtime
 from eventlog.events import InDoubtResolved, ModelRequested, ModelResponded, RunStarted
 from eventlog.store import EventStore

@@ -16,8 +16,8 @@ from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.models.chains import ModelArg
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool, tool
-from actors.replay.inputs import RunSettings
-from actors.replay.recorder import RunRecorder
+from actors.recording.inputs import RunSettings
+from actors.recording.recorder import RunRecorder
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import ArtifactRefBlock
 from eventlog.clock import ManualClock

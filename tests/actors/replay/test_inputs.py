@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.models.protocol import ModelSettings
 from actors.orchestration.team import Role, Team
-from actors.replay.inputs import (
+from actors.recording.inputs import (
     FLOW,
     INPUTS_VERSION,
     CheckRecord,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import FunctionTool
-from actors.replay.inputs import RunSettings
+from actors.recording.inputs import RunSettings
 from actors.runtime.runtime import Runtime
 from eventlog.clock import ManualClock
 from projections.verify import verify

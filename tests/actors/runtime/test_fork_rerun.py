@@ -27,8 +27,8 @@ from actors.models.tools import FunctionTool
 from actors.orchestration import artifact_tool
 from actors.orchestration.prompts import PRIMARY_SYSTEM, ROUTER_SYSTEM_V2, WORKER_SYSTEM
 from actors.orchestration.team import Role, Team
-from actors.replay.inputs import RunInputs
-from actors.replay.recording import run_started_of
+from actors.recording.inputs import RunInputs
+from actors.recording.recorded import run_started_of
 from actors.runtime.runtime import Runtime
 from eventlog.events import (
     NodeAppended,

@@ -16,7 +16,7 @@ from _cli_helpers import sql
 from _runtime_helpers import route, rule, scripted
 
 from actors.errors import NeedsResume, NothingToRetry
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from actors.runtime.runtime import Runtime, Session
 from eventlog.events import NodeAppended, RunStarted
 from projections.tree import NodeTree

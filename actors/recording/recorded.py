@@ -1,7 +1,7 @@
 """Reading a session's recording back: events by run, and stand-ins for models and tools.
 
 A re-executed run gets its inputs (prompt, model chain names, tool specs, settings)
-from its ``run_started`` (:class:`~actors.replay.inputs.RunInputs`); models and tools
+from its ``run_started`` (:class:`~actors.recording.inputs.RunInputs`); models and tools
 that a replay must never call are replaced by stand-ins carrying the recorded names
 and specs.
 """
@@ -14,7 +14,7 @@ import pydantic
 
 from actors.models.protocol import Model, ModelRequest, ModelResponse, ToolSpec
 from actors.models.tools import InDoubtPolicy, ToolRegistry
-from actors.replay.inputs import RunInputs
+from actors.recording.inputs import RunInputs
 from eventlog.errors import ClewError, ModelError
 from eventlog.events import RunStarted
 from eventlog.ids import is_main_run

@@ -11,7 +11,7 @@ three modes and switches from the first to the second by itself:
     results come from the recording — no model is called, no tool runs.
 ``live``
     Past the end of the recording (or with none): events go to the writer in group
-    commits (:mod:`actors.replay.commits`), flushed before every side effect; the
+    commits (:mod:`actors.recording.commits`), flushed before every side effect; the
     clock and the seams are real.
 ``replay-only`` (``live_allowed=False``)
     Reaching the end of an *interrupted* recording stops the run with
@@ -28,21 +28,20 @@ from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-from actors.errors import Divergence, EndOfRecording, RunCancelled
+from actors.errors import Divergence, EndOfRecording, RunCancelled, RunParked
 from actors.models.calls import CancelScope
 from actors.models.protocol import ModelRequest, RequestHasher
 from actors.models.tools import InDoubtPolicy
-from actors.replay.commits import CommitBuffer
-from actors.replay.cuts import follow_cuts, node_counter, past_divergence
-from actors.replay.live_tools import check_live_tool
-from actors.replay.options import ReplayOptions
-from actors.replay.outcomes import (
+from actors.recording.commits import CommitBuffer
+from actors.recording.outcomes import (
     event_divergence,
     in_doubt_outcome,
     in_doubt_resolved,
     type_divergence,
 )
-from actors.replay.waits import RecorderWaits
+from actors.replay.cuts import follow_cuts, node_counter, past_divergence
+from actors.replay.live_tools import check_live_tool
+from actors.replay.options import ReplayOptions
 from eventlog.artifact_plan import stored_forms
 from eventlog.blocks import ContentBlock
 from eventlog.clock import Clock
@@ -59,6 +58,8 @@ from eventlog.events import (
     NodeAppended,
     RunCancelling,
     RunEnded,
+    RunResumed,
+    RunWaiting,
     TokenUsage,
     ToolCallFinished,
     ToolCallStarted,
@@ -73,7 +74,7 @@ from eventlog.writer import Writer
 E = TypeVar("E")
 
 
-class RunRecorder(RecorderWaits):
+class RunRecorder:
     """Records (or re-checks) the events of one run; see the module docstring."""
 
     def __init__(
@@ -207,6 +208,48 @@ class RunRecorder(RecorderWaits):
             self._cursor += 1
             self.compared += 1
             raise _cancelled(rec.event)
+
+    # --- waits for a person ------------------------------------------------------------
+
+    def take_recorded(self, kind: type[E], match: Callable[[E], bool]) -> E | None:
+        """Replaying: consume and return the next recorded event if it is a ``kind`` that
+        ``match``es — a fact another process wrote into this run (a person's decision) —
+        else None. Live: None."""
+        rec = self.peek()
+        if rec is not None and isinstance(rec.event, kind) and match(rec.event):
+            self._cursor += 1
+            self.compared += 1
+            return rec.event
+        return None
+
+    def wait_point(self, waiting: RunWaiting, pending: list[Any]) -> None:
+        """A point where the run may park for a person.
+
+        Replaying a recorded ``run_waiting`` here: consume it and return (the caller then
+        looks for the decision). Live: record ``waiting`` and raise :class:`RunParked`.
+
+        Raises:
+            RunParked: the run parks here (live).
+            EndOfRecording: a replay-only run whose recording ends before the wait.
+        """
+        if self.take_recorded(RunWaiting, lambda _: True) is not None:
+            return
+        if not self.replaying and not self._live_allowed:
+            raise EndOfRecording(f"run {self.run_id}: recording ends before its wait")
+        self.emit(waiting)
+        raise RunParked(waiting.reason, pending, waiting.question)
+
+    def go_on(self, decided: bool, pending: list[Any], question: str = "") -> None:
+        """After a recorded wait: record ``run_resumed`` when it was decided, else park
+        again without recording anything (the run is still waiting).
+
+        Raises:
+            RunParked: nothing was decided (a replay of a waiting session ends here).
+        """
+        if not decided:
+            self.flush()
+            raise RunParked("still waiting", pending, question)
+        self.emit(RunResumed(run_id=self.run_id))
 
     # --- events --------------------------------------------------------------------------
 

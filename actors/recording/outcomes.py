@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import msgspec
 
+from actors.divergences import FieldDiff
 from actors.errors import Divergence
 from actors.models.protocol import ModelRequest
 from actors.models.tools import InDoubtPolicy
-from actors.replay.diff import FieldDiff, diff_values
+from actors.replay.diff import diff_values
 from actors.replay.options import ReplayOptions
 from actors.replay.request_diff import request_change, with_request_change
 from eventlog.blocks import TextBlock
