@@ -93,7 +93,9 @@ class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
 
     ``call_index`` and ``attempt`` are those of the call's ``model_requested``: a
     retried attempt streams again from its start, so a consumer showing text keyed by
-    ``(agent_id, call_index)`` restarts it when ``attempt`` changes.
+    ``(agent_id, call_index)`` restarts it when ``attempt`` changes. ``role`` and
+    ``phase`` are the request's: a UI showing the answer keeps the primary's pieces
+    (``phase`` ``primary``) and leaves out the router's plan (``route``) and the workers'.
     """
 
     agent_id: str
@@ -101,6 +103,10 @@ class TextDelta(msgspec.Struct, frozen=True, kw_only=True):
     call_index: int
     attempt: int
     text: str
+    #: The calling role (``router``, a worker's role, the primary's role).
+    role: str = ""
+    #: The call's phase (``route``, ``worker``, ``primary``, ``review`` …).
+    phase: str = ""
 
 
 #: What a streaming model yields: text pieces as they arrive, then, last, the whole

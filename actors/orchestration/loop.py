@@ -363,6 +363,8 @@ def _ask(
                     call_index=requested.call_index,
                     attempt=requested.attempt,
                     text=item,
+                    role=request.role,
+                    phase=request.phase,
                 )
             )
     if response is None:

@@ -418,12 +418,14 @@ class MainRun:
     def _primary(self, plan: Plan, conv: Conversation, results: list[WorkerResult]) -> LoopResult:
         """The primary answers from the request plus worker summaries, never transcripts.
 
-        From flow 2 each worker's goal and progress come with its summary (seed 000).
+        From flow 2 each worker's goal and progress come with its summary (seed 000); from
+        flow 4 a plan of no workers repeats the request there.
         """
         self.plan_state.update("primary", "running")
         self.plan_state.move("primary", "running")
         goals = self.goals if self.flow >= 2 else None
-        summaries = summaries_block(results, self.roles, goals)
+        request = self.inputs.prompt if self.flow >= 4 else None
+        summaries = summaries_block(results, self.roles, goals, request)
         conv.append("user", [TextBlock(text=summaries)], node_type="child_result")
         answer = self.answer(plan, "primary")
         self.plan_state.move("primary", "completed", _text(answer.content)[:200])

@@ -85,14 +85,21 @@ def worker_prompt(request: str, handoff: HandoffPacket, prior: list[WorkerResult
 
 
 def summaries_block(
-    results: list[WorkerResult], roles: dict[str, str], goals: dict[str, str] | None = None
+    results: list[WorkerResult],
+    roles: dict[str, str],
+    goals: dict[str, str] | None = None,
+    request: str | None = None,
 ) -> str:
     """Format worker results for the primary: summaries, never transcripts.
 
     With ``goals`` (flow 2) each worker is shown as seed 000 lists it: role, status, goal,
-    progress, summary, risks and open questions.
+    progress, summary, risks and open questions. With ``request`` (flow 4) a plan of no
+    workers hands the primary the request again: its conversation ends with this user
+    turn, after its own plan, and a bare "No workers ran." is what a model answers then.
     """
     if not results:
+        if request is not None:
+            return f"No workers ran. Answer the request yourself:\n\n{request}"
         return "No workers ran."
     if goals is not None:
         return "\n".join(["Worker results:", *(_worker_entry(r, roles, goals) for r in results)])

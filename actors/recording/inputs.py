@@ -21,7 +21,8 @@ The flow. ``flow`` (since version 5) is the orchestration flow the run follows: 
 events its code writes. A change that makes a run write different events (the router's
 usage in ``run_ended``, the primary waiting after the workers, ``task_board`` nodes, the
 plan's task name, …: flow 2; model requests recorded by reference, docs/storage.md: flow
-3) is a new flow; a run re-executes in the flow it was recorded in, so
+3; a plan of no workers hands the primary the request again instead of a bare "No
+workers ran.": flow 4) is a new flow; a run re-executes in the flow it was recorded in, so
 a session recorded by an older clew still replays, resumes and verifies. A record
 without the key is flow 1 (clew up to 0.1.x); new runs follow :data:`FLOW`, so they
 record version 5 at least.
@@ -41,7 +42,7 @@ from projections.references import Reference
 #: The newest version this clew reads and writes.
 INPUTS_VERSION: Final = 5
 #: The orchestration flow new runs follow (see the module docstring); 1: before ``flow``.
-FLOW: Final = 3
+FLOW: Final = 4
 #: Fields added after version 1, with the version that added them. A dotted path names
 #: a field of a nested record; ``[]`` a field of each item of a list.
 FIELDS_SINCE: Final[dict[str, int]] = {
