@@ -191,6 +191,9 @@ def call_model(
     ``tip``: the node whose path's context ``messages`` are (a conversation's call): a
     run of flow 3+ then records them by reference (docs/storage.md).
 
+    From flow 4 a candidate whose reply stopped with ``error`` (a provider's content
+    filter) is a failed one too: its reply and usage are recorded, the next one is asked.
+
     Raises:
         ModelError: every candidate failed (each one recorded as ``model_failed``).
     """
@@ -228,6 +231,10 @@ def call_model(
                     continue
                 break
             rec.emit(_usage(responded, role=role, phase=phase, task_id=task_id))
+            # From flow 4 a reply stopped with "error" (a content filter: usage billed and
+            # recorded above) goes to the next candidate; the last one's stands.
+            if env.flow >= 4 and responded.stop_reason == "error" and i < len(chain) - 1:
+                break
             return responded.content, responded.stop_reason, responded.usage
     assert last is not None
     if on_too_long is None or not is_context_overflow(last):
