@@ -2,8 +2,10 @@
 two nodes of one session.
 
 A *side* is the path root → its end node (a session's active node, or a node given),
-plus the *steps* of every main run whose work that path holds: the model replies, tool
-results and worker results of the run and its workers, and the run's outcome. A run's
+plus the *steps* of every main run whose work that path holds: the system prompt each
+model call was sent (its first attempt's), the model replies, tool results and worker
+results of the run and its workers, and the run's outcome — so a rerun that changed only a
+role's instructions differs where that role was asked. A run's
 steps are read from the session that recorded it — a fork's copied nodes keep the
 parent's ids, so its prefix's steps come from the parent's log (``session_of``). A run
 counts when its end node is on the path (a fork taken mid-run has that run's nodes but
@@ -11,13 +13,16 @@ none of its work), or when it is a run of the side's own session still open.
 
 The two sides are aligned by content: the common prefix of their nodes (role, type and
 content text), then of their steps (kind, role or tool, text); what follows on either
-side is where they part. Ids, timestamps and the order in which concurrent workers
-happened to finish are not compared (worker results are taken in task order).
+side is where they part, aligned by their longest common subsequence (``difflib``), so a
+step one side lacks does not shift every later pair. Ids, timestamps and the order in
+which concurrent workers happened to finish are not compared (worker results are taken
+in task order).
 Tokens and, given prices, cost are totalled per side.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -28,6 +33,7 @@ import msgspec
 
 from eventlog.blocks import ContentBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from eventlog.events import (
+    ContentStored,
     ModelRequested,
     ModelResponded,
     RunEnded,
@@ -113,11 +119,18 @@ def side_of(
     on_path = {n.node_id for n in path}
     runs: list[str] = []
     events: list[StoredEvent] = []
+    texts: dict[str, dict[str, str]] = {}  # by session: its stored contents by hash
     for run_id in _main_runs(session_id, path):
         home = session_of(run_id)
         if not store.session_exists(home):
             continue
         recorded = store.read_runs_under(home, run_id)
+        if home not in texts:
+            texts[home] = {
+                e.event.content_hash: e.event.text
+                for e in store.read_session_events(home, "content_stored")
+                if isinstance(e.event, ContentStored)
+            }
         ended = [e.event for e in recorded if isinstance(e.event, RunEnded)]
         ended_here = any(e.run_id == run_id and e.end_node_id in on_path for e in ended)
         if ended_here or (home == session_id and not ended):
@@ -130,7 +143,11 @@ def side_of(
         session_id=session_id,
         end_node_id=end_node_id,
         nodes=[norm(_node_step(n)) for n in path],
-        steps=[norm(s) for run_id in runs for s in _run_steps(run_id, events)],
+        steps=[
+            norm(s)
+            for run_id in runs
+            for s in _run_steps(run_id, events, texts.get(session_of(run_id)))
+        ],
         runs=runs,
         usage=usage[0],
     )
@@ -159,7 +176,7 @@ def diff_sides(a: Side, b: Side) -> HistoryDiff:
     steps = _common(a.steps, b.steps)
     last_a = a.nodes[nodes - 1].ref if nodes else None
     last_b = b.nodes[nodes - 1].ref if nodes else None
-    pairs = list(zip_longest(a.steps[steps:], b.steps[steps:]))
+    pairs = aligned(a.steps[steps:], b.steps[steps:])
     differing = [(x, y) for x, y in pairs if x is None or y is None or x.key() != y.key()]
     return HistoryDiff(
         a=a,
@@ -170,6 +187,19 @@ def diff_sides(a: Side, b: Side) -> HistoryDiff:
         differing=differing,
         alike_after=len(pairs) - len(differing),
     )
+
+
+def aligned(a: list[Step], b: list[Step]) -> list[tuple[Step | None, Step | None]]:
+    """Pair two step lists by their longest common subsequence: equal steps side by side,
+    a replaced run pairwise (the longer one's rest against nothing), a step only one side
+    has against nothing. Every step of each list is in exactly one pair, in order."""
+    matcher = difflib.SequenceMatcher(
+        a=[s.key() for s in a], b=[s.key() for s in b], autojunk=False
+    )
+    pairs: list[tuple[Step | None, Step | None]] = []
+    for _, i1, i2, j1, j2 in matcher.get_opcodes():
+        pairs.extend(zip_longest(a[i1:i2], b[j1:j2]))
+    return pairs
 
 
 def _common(a: list[Step], b: list[Step]) -> int:
@@ -191,9 +221,15 @@ def _main_runs(session_id: str, path: list[NodeRow]) -> list[str]:
     return out
 
 
-def _run_steps(run_id: str, events: list[StoredEvent]) -> list[Step]:
+def _run_steps(
+    run_id: str, events: list[StoredEvent], texts: Mapping[str, str] | None = None
+) -> list[Step]:
     """Return the steps of main run ``run_id``: its own in order (worker results in task
-    order, its outcome last), then each of its workers' runs in id order."""
+    order, its outcome last), then each of its workers' runs in id order.
+
+    ``texts``: the session's stored contents by hash (a request by reference names its
+    system prompt by hash).
+    """
     own = [e for e in events if e.run_id == run_id]
     subs = sorted({e.run_id for e in events if e.run_id and e.run_id.startswith(run_id + "/")})
     roles = {
@@ -206,13 +242,33 @@ def _run_steps(run_id: str, events: list[StoredEvent]) -> list[Step]:
         for e in events
         if isinstance(e.event, ToolCallStarted)
     }
-    main = [s for e in own if (s := _step(e, roles, args)) is not None]
+    asked = _requests(events, texts or {})
+    main = [s for e in own if (s := asked.get(e.event_id) or _step(e, roles, args))]
     workers = sorted((s for s in main if s.kind == "worker"), key=lambda s: s.what)
     outcome = [s for s in main if s.kind == "outcome"]
     steps = [s for s in main if s.kind not in ("worker", "outcome")] + workers
     for sub in subs:
-        steps += [s for e in events if e.run_id == sub if (s := _step(e, roles, args))]
+        steps += [
+            s
+            for e in events
+            if e.run_id == sub
+            if (s := asked.get(e.event_id) or _step(e, roles, args))
+        ]
     return steps + outcome
+
+
+def _requests(events: list[StoredEvent], texts: Mapping[str, str]) -> dict[str, Step]:
+    """Return a ``request`` step (the system prompt sent) for the first attempt of each
+    model call, by the event's id: a retried attempt or a fallback candidate asks again
+    with the same prompt."""
+    out: dict[str, Step] = {}
+    for e in events:
+        ev = e.event
+        if isinstance(ev, ModelRequested) and ev.attempt == 1:
+            system = ev.system or texts.get(ev.system_ref, ev.system_ref)
+            out[e.event_id] = Step(kind="request", what=f"{ev.role} · system prompt",
+                                   text=_cut(system), ref=e.event_id)  # fmt: skip
+    return out
 
 
 def _step(

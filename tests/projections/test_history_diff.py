@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.costs import Group
-from projections.history_diff import Side, Step, diff_sides
+from projections.history_diff import Side, Step, aligned, diff_sides
 
 steps = st.lists(
     st.builds(
@@ -35,7 +35,11 @@ def test_the_alignment_is_the_common_prefix_then_every_differing_pair(
     n = diff.common_steps
     assert [s.key() for s in a[:n]] == [s.key() for s in b[:n]]
     assert n == min(len(a), len(b)) or a[n].key() != b[n].key()
-    assert len(diff.differing) + diff.alike_after == max(len(a), len(b)) - n
+    # after the prefix every step of each side is in exactly one pair, in order
+    pairs = aligned(a[n:], b[n:])
+    assert [s.key() for s in a[n:]] == [x.key() for x, _ in pairs if x is not None]
+    assert [s.key() for s in b[n:]] == [y.key() for _, y in pairs if y is not None]
+    assert len(diff.differing) + diff.alike_after == len(pairs)
     assert diff.identical == (
         [s.key() for s in nodes_a] == [s.key() for s in nodes_b]
         and [s.key() for s in a] == [s.key() for s in b]

@@ -256,3 +256,30 @@ def test_demo_records_no_team_so_its_events_are_those_of_a_run_without_one(
     ]
     # No team recorded: the default team (its version is flow 2's, 5, like any new run's).
     assert (None, 5) == (main.get("team"), main["inputs_version"])
+
+
+def test_diff_of_an_instructions_only_rerun_exits_1_naming_the_changed_system_prompt(
+    empty: Where, tmp_path: Path
+) -> None:
+    # no typed output: a rerun of such a team may take new instructions
+    untyped = TEAM.replace('output = "kb_tools:Answer"\n', "")
+    model = script_model(
+        tmp_path / "script.json",
+        *RULES[:2],
+        rule("writer", {"text": "(turn 0)"}, {"text": "Soon."}),
+    )
+    path = team_dir(tmp_path, untyped)
+    ran = invoke(empty, "run", "Where?", "--model", model, "--team", str(path), "--json")
+    assert 0 == ran.code, ran.err
+    sid = ran.json()["session_id"]
+    writer = tmp_path / "writer.md"
+    writer.write_text("Be warm, then brief.")
+
+    rerun = invoke(empty, "rerun", sid, "--instructions", f"writer={writer}", "--json")
+    assert 0 == rerun.code, rerun.err
+    diff = invoke(empty, "diff", sid, rerun.json()["session_id"])
+
+    assert 1 == diff.code, diff.out
+    assert "identical" not in diff.out
+    assert "request writer · system prompt" in diff.out
+    assert "Be warm, then brief." in diff.out

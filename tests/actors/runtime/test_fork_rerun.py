@@ -371,6 +371,18 @@ def test_a_rerun_with_new_instructions_for_one_role_asks_only_that_role_live(
         r.name: r.instructions for r in recorded.roles
     }
     assert_sound(rt, report.session_id)
+    diff = diff_sides(
+        side_of(rt.store, session.id, rt.store.read_session(session.id).active_node_id),
+        side_of(
+            rt.store, report.session_id, rt.store.read_session(report.session_id).active_node_id
+        ),
+    )
+    # the researcher's replies are alike (same script): its system prompt differs
+    assert not diff.identical
+    [(a, b)] = diff.differing
+    assert a is not None and b is not None
+    assert ("request", "researcher · system prompt") == (a.kind, a.what) == (b.kind, b.what)
+    assert "Cite sources." in a.text and "Cite nothing." in b.text
 
 
 class BigArgs(pydantic.BaseModel):
