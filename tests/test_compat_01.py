@@ -157,10 +157,10 @@ SHOW_NODE_KEYS = {
 }
 
 
-def run_app(script: str, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run one script of the 0.1 application (this checkout's code, no ``-W`` flag)."""
+def python(*argv: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGV`` on this checkout's code, as a user's program (no ``-W`` flag)."""
     return subprocess.run(
-        [sys.executable, str(APP / script), *args],
+        [sys.executable, *argv],
         cwd=cwd,
         env=child_env(**env),
         capture_output=True,
@@ -170,16 +170,15 @@ def run_app(script: str, *args: str, cwd: Path, **env: str) -> subprocess.Comple
     )
 
 
+def run_app(script: str, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run one script of the 0.1 application."""
+    return python(str(APP / script), *args, cwd=cwd, **env)
+
+
 def clew(home: Path, project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``python -m actors`` (0.1: "the same program" as ``clew``) on one home."""
-    return subprocess.run(
-        [sys.executable, "-m", "actors", *args, "--home", str(home), "--project", str(project)],
-        cwd=project,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return python(
+        "-m", "actors", *args, "--home", str(home), "--project", str(project), cwd=project, **env
     )
 
 
@@ -196,7 +195,7 @@ def test_every_name_of_01s_public_surface_is_still_exported() -> None:
     assert [] == [name for name in ALL_01 if name not in actors.__all__]
 
 
-def test_every_module_path_01_documented_still_imports() -> None:
+def test_every_module_path_01_documented_still_imports(tmp_path: Path) -> None:
     script = (
         "import importlib, json, warnings\n"
         "out = {}\n"
@@ -207,15 +206,7 @@ def test_every_module_path_01_documented_still_imports() -> None:
         "    out[name] = [str(w.message) for w in caught if w.category is DeprecationWarning]\n"
         "print(json.dumps(out))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    warned = last_json(done)
+    warned = last_json(python("-c", script, cwd=tmp_path))
     for name in MODULES_01:
         if name in MOVED:
             assert 1 == len(warned[name]), name
