@@ -493,7 +493,7 @@ def test_an_01_app_killed_by_the_fault_variable_resumes_through_the_cli(tmp_path
     assert 0 == clew(home, project, "replay", sid.group(0)).returncode
 
 
-@pytest.mark.parametrize("fixture", ["demo", "scripted"])
+@pytest.mark.parametrize("fixture", ["demo"])
 def test_the_01_replay_in_ci_loop_passes_on_a_home_01_recorded(
     fixture: str, tmp_path: Path
 ) -> None:
