@@ -24,7 +24,12 @@ from typing import Any
 
 #: Old dotted module name → the module that holds it now (since: the release it moved in).
 MOVED: dict[str, str] = {
+    # 0.1 docs/providers.md: ``from actors.providers import OpenAIChatModel, …``
     "actors.providers": "actors.models.providers",  # since 0.2.0
+    # 0.1 docs/runtime.md names ``actors.plan.normalise_worker_reply``
+    "actors.plan": "actors.orchestration.plan",  # since 0.2.0
+    # 0.1 docs/tasks.md: ``from actors.task_manager import CreateTask, SetStatus, …``
+    "actors.task_manager": "actors.tasks.manager",  # since 0.2.0
     # Issue 30: the live recording path left replay/ for its own room; fixes joined main_run.
     "actors.replay.recorder": "actors.recording.recorder",  # since 0.2.0
     "actors.replay.commits": "actors.recording.commits",  # since 0.2.0

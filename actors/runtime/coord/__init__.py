@@ -1,8 +1,9 @@
 """Coordination of several runtime processes: session leases and the run queue.
 
 Modules: ``protocol`` (the ``Leases`` and ``RunQueue`` protocols, ``Lease``,
-``QueuedRun``, ``RunSpec``) · ``sqlite`` (both on a coordination SQLite file in the
-home, ``coord.sqlite``) · ``postgres`` (both on tables of a PostgreSQL database;
+``QueuedRun``, ``RunSpec``) · ``sql`` (both contracts as SQL statements and row
+decoding, written once) · ``sqlite`` (its dialect: a coordination SQLite file in the
+home, ``coord.sqlite``) · ``postgres`` (its dialect: tables of a PostgreSQL database;
 psycopg is imported lazily) · ``location`` (``open_coordinator``: the one seam from a
 home path or a ``postgresql://`` URL to a backend) · ``heartbeat`` (the thread that
 renews an owner's leases). See docs/serve.md.

@@ -93,10 +93,6 @@ class QueuedRun(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-#: The queue row's columns, in :class:`QueuedRun` field order (both backends select them).
-QUEUE_COLUMNS = ", ".join(QueuedRun.__struct_fields__)
-
-
 class Leases(Protocol):
     """Leases on named resources (sessions, serving processes) with expiry."""
 

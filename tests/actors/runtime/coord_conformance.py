@@ -118,13 +118,7 @@ class CoordConformance:
             if handles[i].acquire(SID, f"owner{i}", 10):
                 wins.append(f"owner{i}")
 
-        threads = [threading.Thread(target=take, args=(i,)) for i in range(len(handles))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for h in handles:
-            h.close()
+        _on_threads(handles, take)
         assert 1 == len(wins)
 
     # --- the run queue ---------------------------------------------------------------
@@ -223,13 +217,7 @@ class CoordConformance:
                 with lock:
                     taken.append(row.id)
 
-        threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(handles))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for h in handles:
-            h.close()
+        _on_threads(handles, drain)
         assert sorted(ids) == sorted(taken)
         assert [1] * 40 == [r.attempts for r in setup.list_runs(100)]
         setup.close()
@@ -238,3 +226,14 @@ class CoordConformance:
         for i in range(5):
             coord.submit(RunSpec(prompt=f"p{i}"))
         assert ["p2", "p3", "p4"] == [r.prompt for r in coord.list_runs(3)]
+
+
+def _on_threads(handles: list[Coordinator], target: Callable[[int], None]) -> None:
+    """Run ``target(i)`` for every handle on its own thread, wait, close the handles."""
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(len(handles))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for h in handles:
+        h.close()
