@@ -13,7 +13,9 @@ one that is not a regular file reached from the project without a symlink (nothi
 outside the project is read, cut or written).
 
 Callers use :class:`TaskManagerProxy` (pykka's typed proxy): every call returns a
-future; ``get()`` re-raises the actor's exception.
+future; ``get()`` re-raises the actor's exception. :class:`TaskManagerHandle` is the
+blocking face clew 0.1 documented (``from actors.task_manager import TaskManagerHandle``):
+each call waits for the actor's reply.
 """
 
 from __future__ import annotations
@@ -302,3 +304,66 @@ def task_manager(
         yield tasks
     finally:
         stop_task_manager(tasks)
+
+
+class TaskManagerHandle:
+    """A blocking face over a ``TaskManager`` actor (clew 0.1's documented API).
+
+    Every query or change of the actor — ``open``, ``close``, ``apply_changes``,
+    ``create_task``, ``add_dependency``, ``set_status``, ``remove_task``, ``snapshot``,
+    ``task``, ``ready``, ``blocked``, ``topological_order``, ``dependents``, ``board``,
+    ``last_seq`` — is a method here with the actor's signature that waits for its reply
+    and re-raises the actor's exception (``TaskGraphError``, ``TaskWalError``,
+    ``InvalidName``) in the caller. A ``with`` block stops the actor at its end.
+    """
+
+    #: The actor's methods a handle offers (the 0.1 list), each one call and one wait.
+    CALLS = frozenset(
+        {"open", "close", "apply_changes", "create_task", "add_dependency", "set_status",
+         "remove_task", "snapshot", "task", "ready", "blocked", "topological_order",
+         "dependents", "board", "last_seq", "names"}
+    )  # fmt: skip
+
+    def __init__(self, ref: pykka.ActorRef[TaskManager], *, timeout: float | None = 30.0) -> None:
+        self.actor_ref = ref
+        self._proxy = ref.proxy()
+        self._timeout = timeout
+
+    @classmethod
+    def start(
+        cls,
+        project_dir: str | os.PathLike[str],
+        session_id: str,
+        *,
+        clock: Clock | None = None,
+        timeout: float | None = 30.0,
+    ) -> TaskManagerHandle:
+        """Start a ``TaskManager`` actor for ``session_id`` and return its handle.
+
+        Raises:
+            InvalidSessionId: ``session_id`` is unsafe.
+        """
+        return cls(TaskManager.start(project_dir, session_id, clock=clock), timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self.CALLS:
+            raise AttributeError(f"a TaskManagerHandle has no method {name!r}")
+        ask = getattr(self._proxy, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return ask(*args, **kwargs).get(timeout=self._timeout)
+
+        call.__name__ = name
+        call.__doc__ = getattr(TaskManager, name).__doc__
+        return call
+
+    def stop(self) -> None:
+        """Stop the actor (closing its WAL files); idempotent."""
+        if self.actor_ref.is_alive():
+            self.actor_ref.stop(timeout=self._timeout)
+
+    def __enter__(self) -> TaskManagerHandle:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
