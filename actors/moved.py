@@ -25,6 +25,14 @@ from typing import Any
 #: Old dotted module name → the module that holds it now (since: the release it moved in).
 MOVED: dict[str, str] = {
     "actors.providers": "actors.models.providers",  # since 0.2.0
+    # actors/runtime/ grouped by concept (issue 30); the paths docs/ once named:
+    "actors.runtime.fork": "actors.runtime.branching",
+    "actors.runtime.handle": "actors.runtime.start",
+    "actors.runtime.recipes": "actors.runtime.serving",
+    "actors.runtime.rerun": "actors.runtime.branching",
+    "actors.runtime.resume": "actors.runtime.recovery",
+    "actors.runtime.served": "actors.runtime.branching",
+    "actors.runtime.verify": "actors.runtime.upkeep",
 }
 
 
