@@ -238,36 +238,24 @@ def _poll(
 ) -> Iterator[StoredEvent]:
     waiter = make_waiter()  # at the first next(): an iterator never started holds nothing
     try:
-        yield from _poll_loop(store, sid, last, poll_s, stop, idle, waiter)
+        while True:
+            batch = store.read_events(sid, after_seq=last, limit=FOLLOW_BATCH)
+            yield from batch
+            if batch:
+                last = batch[-1].seq
+                if len(batch) == FOLLOW_BATCH:
+                    continue  # a backlog: read on before sleeping
+            if _stopped(stop) or (idle is not None and idle()):
+                # Read once more: the run may have committed its last events (and ended,
+                # or made ``stop`` true) between the read above and this check.
+                yield from store.read_events(sid, after_seq=last)
+                return
+            if waiter is not None:
+                waiter.wait(last, poll_s)  # woken by the commit, or polls on after poll_s
+            elif isinstance(stop, threading.Event):
+                stop.wait(poll_s)
+            else:
+                time.sleep(poll_s)
     finally:
         if waiter is not None:
             waiter.close()
-
-
-def _poll_loop(
-    store: EventStore,
-    sid: str,
-    last: int,
-    poll_s: float,
-    stop: Stop | None,
-    idle: Callable[[], bool] | None,
-    waiter: _Waiter | None,
-) -> Iterator[StoredEvent]:
-    while True:
-        batch = store.read_events(sid, after_seq=last, limit=FOLLOW_BATCH)
-        yield from batch
-        if batch:
-            last = batch[-1].seq
-            if len(batch) == FOLLOW_BATCH:
-                continue  # a backlog: read on before sleeping
-        if _stopped(stop) or (idle is not None and idle()):
-            # Read once more: the run may have committed its last events (and ended, or
-            # made ``stop`` true) between the read above and this check.
-            yield from store.read_events(sid, after_seq=last)
-            return
-        if waiter is not None:
-            waiter.wait(last, poll_s)  # woken by the commit, or polls on after poll_s
-        elif isinstance(stop, threading.Event):
-            stop.wait(poll_s)
-        else:
-            time.sleep(poll_s)
