@@ -50,7 +50,8 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
 
 class _PerSession(Generic[P, R]):
     """``Runtime.<verb>(session_id, …)``: the :class:`Session` method ``verb`` of that
-    session — an alias with its docstring and signature (``session_id`` first).
+    session — an alias with its docstring and signature (``session_id`` first, given by
+    position).
 
     The session is not read first: the verb checks the id itself, so an alias raises
     what the verb raises (``InvalidSessionId``, ``UnknownSession``, ``DeletedSession`` …).
@@ -61,7 +62,7 @@ class _PerSession(Generic[P, R]):
         self.__doc__ = verb.__doc__
         signature = inspect.signature(verb)
         session_id = inspect.Parameter(
-            "session_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str"
+            "session_id", inspect.Parameter.POSITIONAL_ONLY, annotation="str"
         )
         params = [session_id, *list(signature.parameters.values())[1:]]
         self._signature = signature.replace(parameters=params)
