@@ -295,6 +295,28 @@ def test_every_module_says_its_concept_in_a_docstring() -> None:
     assert [] == undocumented
 
 
+def test_no_class_in_the_runtime_room_is_built_from_mixins() -> None:
+    # One class, one module (house style 30): Runtime and Session were once three mixins.
+    # A protocol made of protocols is an interface, not a class built from parts.
+    mixed = sorted(
+        f"{name}.{cls.name}"
+        for name, module in MODULES.items()
+        if name.startswith("actors.runtime.")
+        for cls in ast.walk(module.tree)
+        if isinstance(cls, ast.ClassDef)
+        and not any(_named(b, "Protocol") for b in cls.bases)
+        and len([b for b in cls.bases if not _named(b, "Generic")]) > 1
+    )
+
+    assert [] == mixed
+
+
+def _named(base: ast.expr, name: str) -> bool:
+    """True when the base class ``base`` is ``name`` or ``name[…]``."""
+    target = base.value if isinstance(base, ast.Subscript) else base
+    return isinstance(target, ast.Name) and target.id == name
+
+
 # --- forwarding -----------------------------------------------------------------------------
 
 #: Methods in ``actors/`` whose body only forwards to another object's method of the same
