@@ -65,17 +65,16 @@ from actors.recording.inputs import RunInputs, RunSettings
 from actors.replay.divergence import Consequences, FirstDivergence
 from actors.replay.report import LiveToolsCount, ReplayReport
 from actors.replay.request_diff import describe_request_change
-from actors.runtime.cancelling import CancelReport
+from actors.runtime.branching import RerunReport
 from actors.runtime.coord.protocol import QueuedRun
 from actors.runtime.faults import FaultPlan
-from actors.runtime.handle import RunHandle
-from actors.runtime.recipes import RecipeContext, Recipes
-from actors.runtime.rerun import RerunReport
+from actors.runtime.recovery import CancelReport
 from actors.runtime.runtime import Runtime
-from actors.runtime.serving import ServeReport
+from actors.runtime.serving import RecipeContext, Recipes, ServeReport
 from actors.runtime.session import Session
+from actors.runtime.start import RunHandle
 from actors.runtime.status import SessionInfo
-from actors.runtime.verify import SessionCheck, VerifyReport
+from actors.runtime.upkeep import SessionCheck, VerifyReport
 from actors.runtime.waiting import WaitState
 from eventlog.blocks import (
     ArtifactRefBlock,

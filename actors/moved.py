@@ -37,6 +37,14 @@ MOVED: dict[str, str] = {
     "actors.replay.outcomes": "actors.recording.outcomes",  # since 0.2.0
     "actors.replay.recording": "actors.recording.recorded",  # since 0.2.0
     "actors.orchestration.fixes": "actors.orchestration.main_run",  # since 0.2.0
+    # actors/runtime/ grouped by concept (issue 30); the paths docs/ once named:
+    "actors.runtime.fork": "actors.runtime.branching",  # since 0.2.0
+    "actors.runtime.handle": "actors.runtime.start",  # since 0.2.0
+    "actors.runtime.recipes": "actors.runtime.serving",  # since 0.2.0
+    "actors.runtime.rerun": "actors.runtime.branching",  # since 0.2.0
+    "actors.runtime.resume": "actors.runtime.recovery",  # since 0.2.0
+    "actors.runtime.served": "actors.runtime.branching",  # since 0.2.0
+    "actors.runtime.verify": "actors.runtime.upkeep",  # since 0.2.0
 }
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from _modules import PACKAGES, module_names
 
+#: One concept per module, written in its docstring: a module may run long rather than
+#: split a class into mixins or friend modules to fit a number (house style 30).
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 60
 #: A function may pass the limit when a comment holding this says why, on the line before
@@ -122,6 +124,20 @@ def _import_time_imports(module: Module) -> set[str]:
     return visitor.found
 
 
+class _ModuleLevelImports(_ImportTimeImports):
+    """The imports at module level, ``if TYPE_CHECKING:`` bodies included: an arrow the
+    type checker follows is an arrow of the design (house style 32)."""
+
+    def visit_If(self, node: ast.If) -> None:
+        self.generic_visit(node)
+
+
+def _module_level_imports(module: Module) -> set[str]:
+    visitor = _ModuleLevelImports(module)
+    visitor.visit(module.tree)
+    return visitor.found
+
+
 # --- layers ---------------------------------------------------------------------------------
 
 
@@ -144,6 +160,22 @@ def test_the_import_time_graph_of_actors_modules_has_no_cycle() -> None:
         name: sorted(t for t in _import_time_imports(module) if t in MODULES and t != name)
         for name, module in MODULES.items()
         if name.partition(".")[0] == "actors"
+    }
+
+    cycles = [" → ".join([*cycle, cycle[0]]) for cycle in _cycles(graph)]
+
+    assert [] == cycles
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="two loops outside actors/runtime are being broken on another branch"
+    " (orchestration/fixes.py ↔ main_run.py, replay/divergence.py ↔ report.py)",
+)
+def test_no_import_cycle_even_under_type_checking() -> None:
+    graph = {
+        name: sorted(t for t in _module_level_imports(module) if t in MODULES and t != name)
+        for name, module in MODULES.items()
     }
 
     cycles = [" → ".join([*cycle, cycle[0]]) for cycle in _cycles(graph)]
@@ -236,7 +268,7 @@ def _long_functions(module: Module) -> list[str]:
     return out
 
 
-def test_no_module_is_over_500_lines_and_no_function_over_60_unless_marked_long() -> None:
+def test_no_module_is_over_800_lines_and_no_function_over_60_unless_marked_long() -> None:
     root = Path(importlib.import_module(PACKAGES[0]).__file__ or "").parents[1]
     offenders = [
         f"{module.path.relative_to(root)}: {lines} lines"
@@ -253,3 +285,102 @@ def test_no_module_is_over_500_lines_and_no_function_over_60_unless_marked_long(
         "split these (or give a function whose length is its clarity a"
         f" '# {LONG_MARK} why' comment on the line before its def):\n  " + "\n  ".join(offenders)
     )
+
+
+def test_every_module_says_its_concept_in_a_docstring() -> None:
+    undocumented = sorted(
+        name for name, module in MODULES.items() if not (ast.get_docstring(module.tree) or "")
+    )
+
+    assert [] == undocumented
+
+
+def test_no_class_in_the_runtime_room_is_built_from_mixins() -> None:
+    # One class, one module (house style 30): Runtime and Session were once three mixins.
+    # A protocol made of protocols is an interface, not a class built from parts.
+    mixed = sorted(
+        f"{name}.{cls.name}"
+        for name, module in MODULES.items()
+        if name.startswith("actors.runtime.")
+        for cls in ast.walk(module.tree)
+        if isinstance(cls, ast.ClassDef)
+        and not any(_named(b, "Protocol") for b in cls.bases)
+        and len([b for b in cls.bases if not _named(b, "Generic")]) > 1
+    )
+
+    assert [] == mixed
+
+
+def _named(base: ast.expr, name: str) -> bool:
+    """True when the base class ``base`` is ``name`` or ``name[…]``."""
+    target = base.value if isinstance(base, ast.Subscript) else base
+    return isinstance(target, ast.Name) and target.id == name
+
+
+# --- forwarding -----------------------------------------------------------------------------
+
+#: Methods in ``actors/`` whose body only forwards to another object's method of the same
+#: name (house style 28: one name, one body). A ceiling: lower it as they go, never raise it
+#: (the goal is 10 at most).
+MAX_FORWARDING_METHODS = 17
+
+
+def _imported_modules(module: Module) -> set[str]:
+    """The names under which ``module`` binds modules: a call on one is the work itself."""
+    names: set[str] = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, node)
+            names |= {
+                alias.asname or alias.name
+                for alias in node.names
+                if f"{base}.{alias.name}" in MODULES
+            }
+    return names
+
+
+def _forwards(function: ast.FunctionDef | ast.AsyncFunctionDef, modules: set[str]) -> bool:
+    """True when the body (past its docstring) is one call of a same-named method."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Return | ast.Expr):
+        return False
+    value = body[0].value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == function.name
+    ):
+        return False
+    receiver = value.func.value
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name):
+        return receiver.func.id != "super"
+    return not (isinstance(receiver, ast.Name) and receiver.id in modules)
+
+
+def _forwarding_methods() -> list[str]:
+    found = []
+    for module in MODULES.values():
+        if module.name.partition(".")[0] != "actors":
+            continue
+        modules = _imported_modules(module)
+        for cls in ast.walk(module.tree):
+            if not isinstance(cls, ast.ClassDef):
+                continue
+            found += [
+                f"{module.name}:{fn.lineno} {cls.name}.{fn.name}"
+                for fn in cls.body
+                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and _forwards(fn, modules)
+            ]
+    return sorted(found)
+
+
+def test_few_methods_only_forward_to_a_method_of_the_same_name() -> None:
+    found = _forwarding_methods()
+
+    assert len(found) <= MAX_FORWARDING_METHODS, "\n  ".join(["forwarding:", *found])

@@ -28,7 +28,7 @@ from actors.models.tools import Tool
 from actors.recording.recorded import RecordedModel, session_tools
 from actors.replay.report import ReplayReport
 from actors.runtime.runtime import Runtime
-from actors.runtime.verify import VerifyReport
+from actors.runtime.upkeep import VerifyReport
 
 AllOption = Annotated[bool, typer.Option("--all", help="every session of the home")]
 LiveTools = Annotated[

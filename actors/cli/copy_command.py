@@ -12,7 +12,7 @@ from actors.cli.app import app
 from actors.cli.options import Json, Project
 from actors.cli.output import clipped, print_json
 from actors.errors import UsageError
-from actors.runtime.copying import copy_sessions
+from actors.runtime.upkeep import copy_sessions
 from eventlog.locations import is_postgres_url
 
 

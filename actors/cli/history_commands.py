@@ -37,7 +37,7 @@ from actors.cli.usage_command import load_prices
 from actors.errors import UsageError
 from actors.models.protocol import Model
 from actors.models.tools import Tool
-from actors.runtime.rerun import RerunReport
+from actors.runtime.branching import RerunReport
 from actors.runtime.runtime import Runtime
 from eventlog.errors import Refused, quoted
 from eventlog.records import SessionRow

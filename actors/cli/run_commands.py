@@ -42,9 +42,9 @@ from actors.models.scripted import MAX_DELAY_MS
 from actors.models.tools import Tool
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
-from actors.runtime.runs import check_prompt
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
+from actors.runtime.start import check_prompt
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 

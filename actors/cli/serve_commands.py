@@ -20,8 +20,8 @@ from actors.cli.output import print_json, utf8_text
 from actors.errors import UsageError
 from actors.runtime.coord.location import is_database_url
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, QueuedRun
-from actors.runtime.recipes import Recipes, load_app
 from actors.runtime.runtime import Runtime
+from actors.runtime.serving import Recipes, load_app
 from eventlog.errors import StoreError, clipped
 from eventlog.ids import validate_session_id
 

@@ -1,13 +1,13 @@
-"""The runtime room: the ``Runtime`` facade, sessions, and the operations over a home.
+"""The runtime room: ``Runtime`` (an open home) and ``Session`` (one session's verbs).
 
-``runtime`` (the facade) · ``engine`` (store, writer, locks, task
-managers) · ``session`` (``Session``) · ``runs`` (a new main run) · ``handle`` (a run
-in progress) · ``aio`` (its ``async`` twins: ``arun``, ``astream``) · ``teams`` (a run's
-team and model chains) · ``replayer`` · ``resume`` · ``retry`` (a failed
-run's new attempt) · ``archive`` · ``verify`` · ``follow`` (a
-session's events as they land) · ``waiting`` and ``hitl`` (sessions waiting for a
-person) · ``faults`` (the crash-test seam) · ``locks`` (session ownership) · ``status``
-(a session's status, derived from its runs) · ``coord/`` (session leases and the run
-queue, on SQLite or PostgreSQL) · ``recipes`` (what an app registers to serve) ·
-``serving`` (``Runtime.serve``'s loop) · ``serve_api`` (``submit``, ``queue``, ``serve``).
+``runtime`` (``Runtime``: open a home, find its sessions, serve) · ``session``
+(``Session``: every verb on one session) · ``engine`` (the open parts: store, writer,
+owner locks, task managers) · ``config`` (``RunConfig``: what a run is made of; its team,
+model chains and context) · ``start`` (a new session, a new main run, ``RunHandle`` and
+its ``async`` twins) · ``recovery`` (resume, retry, cancel) · ``waiting`` (sessions
+waiting for a person) · ``branching`` (fork, switch node, rerun) · ``upkeep`` (archive,
+delete, verify, copy) · ``replayer`` · ``status`` (a session's status, its runs, follow)
+· ``serving`` (recipes and ``Runtime.serve``'s loop) · ``faults`` (the crash-test seam) ·
+``control`` (requests from other processes) · ``coord/`` (session leases and the run
+queue, on SQLite or PostgreSQL).
 """

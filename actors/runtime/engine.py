@@ -1,14 +1,23 @@
-"""The open parts of a clew home that every runtime operation uses.
+"""The open parts of a clew home that every runtime operation uses, and who owns a session.
 
 An :class:`Engine` owns the store, the single writer, the session owner locks, the
 task manager of each session, and the seams (clock, ids, faults). The operations —
-running a main run, replaying, resuming, verifying — are functions over an engine in
-their own modules; :class:`~actors.runtime.runtime.Runtime` is the public facade.
+starting, recovering, branching, upkeep, serving — are functions over an engine in
+their own modules; :class:`~actors.runtime.session.Session` applies them to one session
+and :class:`~actors.runtime.runtime.Runtime` opens the home.
+
+Session ownership is an ``flock`` on ``<home>/locks/<session_id>.lock`` (:class:`SessionLock`).
+Why a lock file and not an owner id + heartbeat: the kernel drops an ``flock`` the
+instant its process dies (``kill -9``, OOM, power loss included), so "interrupted" needs
+no clock, no timeout and no guess about a slow process. A run the store says is
+``running`` while nobody holds the lock is interrupted. The ``locks/`` directory is
+created 0700 and a lock file 0600, whatever the umask.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -26,12 +35,10 @@ from actors.recording.inputs import RunSettings
 from actors.runtime.coord.ownership import SessionLeases
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.faults import FaultPlan
-from actors.runtime.locks import SessionLock
-from actors.tasks.agreement import run_wal_name
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ReadOnlyStore, StoreError
-from eventlog.ids import DerivedIds, IdSource, is_main_run, validate_session_id
+from eventlog.ids import DerivedIds, IdSource, validate_session_id
 from eventlog.locations import is_postgres_url, open_store
 from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
@@ -72,6 +79,56 @@ def runs_in_progress() -> bool:
     """True when an open engine of this process has a main run in progress."""
     with _OPEN_LOCK:
         return any(engine.runs for engine in _OPEN)
+
+
+class SessionLock:
+    """An exclusive, non-blocking, process-lifetime lock on one session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; return False if another open file description holds it."""
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Drop the lock (the file stays; it is reused)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def held_elsewhere(self) -> bool:
+        """True when some live process holds the lock (probe: try it and let go).
+
+        The probe opens the file read-only and writes nothing.
+        """
+        if self._fd is not None:
+            return False
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's lock, if it got one
+        return False
 
 
 class Engine:
@@ -170,7 +227,7 @@ class Engine:
         self.leases.close()
         self.store.close()
 
-    # --- ownership -----------------------------------------------------------------------
+    # --- ownership ------------------------------------------------------------------------
 
     def _lock_file(self, session_id: str) -> SessionLock:
         return SessionLock(self.home / "locks" / f"{session_id}.lock")
@@ -180,8 +237,9 @@ class Engine:
         if self.read_only:
             raise ReadOnlyStore(f"the clew home {self.home} is open read-only: {what} refused")
 
-    def lock(self, session_id: str) -> SessionLock:
-        """Take the session's owner lock (``SessionBusy`` if another process holds it)."""
+    def own(self, session_id: str) -> SessionLock:
+        """Take the session's owner lock and its lease (``SessionBusy`` if another process
+        holds either)."""
         self.refuse_if_read_only(f"taking the owner lock of {session_id}")
         lock = self._locks.get(session_id)
         if lock is None:
@@ -209,8 +267,8 @@ class Engine:
         if not leased:
             raise SessionBusy(f"session {session_id} is leased by another clew process")
 
-    def unlock(self, session_id: str) -> None:
-        """Release the session's owner lock if this engine holds it."""
+    def release(self, session_id: str) -> None:
+        """Release the session's owner lock and lease if this engine holds them."""
         lock = self._locks.pop(session_id, None)
         if lock is not None:
             self.leases.release(session_id)
@@ -221,7 +279,7 @@ class Engine:
 
         The owner lock is per process, so a second thread would take it again and find
         the first thread's run open: without this mark it would call a busy session
-        interrupted (and its ``unlock`` would drop the first thread's lock).
+        interrupted (and its ``release`` would drop the first thread's lock).
 
         Raises:
             SessionBusy: another thread of this process is running the session.
@@ -259,57 +317,6 @@ class Engine:
             or self.leases.held_elsewhere(session_id)
         )
 
-    # --- runs ----------------------------------------------------------------------------
-
-    def main_runs(self, session_id: str) -> list[str]:
-        """Return the session's main (Brain) runs in start order."""
-        sid = validate_session_id(session_id)
-        return [r.run_id for r in self.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
-
-    def wal_names(self, session_id: str) -> list[str]:
-        """Return the Task WAL name of each main run of the session, in run order."""
-        sid = validate_session_id(session_id)
-        return [run_wal_name(r, self.store.read_run(sid, r)) for r in self.main_runs(sid)]
-
-    def interrupted_runs(self, session_id: str) -> list[str]:
-        """Runs the store says are running/pending while no live process owns the session."""
-        sid = validate_session_id(session_id)
-        open_runs = [r.run_id for r in self.store.read_runs(sid) if r.status in OPEN_RUN_STATUSES]
-        if not open_runs or self.is_owned(sid):
-            return []
-        return open_runs
-
-    def session_dir(self, session_id: str) -> Path:
-        """Return the session's project directory: where its Task WALs live.
-
-        This runtime's ``project_dir`` if it holds the session's Task WALs
-        (``.clew/tasks/<session_id>/``: the project was copied or moved with them);
-        else the directory the session was created in (``session_created.cwd``), so a
-        resume or ``clew tasks`` from another working directory reads and writes the
-        same WALs instead of starting new ones there. A relative recorded path (an older
-        clew recorded ``--project`` as typed) cannot be located: this runtime's
-        ``project_dir`` is used.
-
-        Raises:
-            UnknownSession: no such session.
-            ProjectDirGone: the recorded directory no longer exists (and this runtime's
-                holds no Task WAL of the session).
-        """
-        sid = validate_session_id(session_id)
-        recorded = Path(self.store.read_session(sid).cwd)
-        own = self.project_dir
-        if recorded == own or not recorded.is_absolute() or wal_dir(own, sid).is_dir():
-            return own  # (created on the first Task WAL line if it does not exist yet)
-        if self.table_wals is not None and not recorded.is_dir():
-            return own  # the WALs are in the database: another host resumes here
-        if not recorded.is_dir():
-            raise ProjectDirGone(
-                f"session {sid} belongs to the project directory {recorded}, which no longer"
-                " exists (its Task WALs live there): restore it, or work from a project"
-                f" directory holding .clew/tasks/{sid}/"
-            )
-        return recorded
-
     def task_manager(self, session_id: str) -> TaskManagerProxy:
         """Return the session's task manager actor (one per session, started lazily),
         serving the Task WALs of the session's own project directory.
@@ -321,20 +328,13 @@ class Engine:
         if tm is None:
             self.refuse_if_read_only(f"starting the task manager of {session_id}")
             tm = start_task_manager(
-                self.session_dir(session_id),
+                session_dir(self, session_id),
                 session_id,
                 clock=self.clock,
                 wals=self.table_wals,
             )
             self._task_managers[session_id] = tm
         return tm
-
-    def task_wals(self, session_id: str) -> TaskWals:
-        """Where the session's Task WALs live: the store's table, or the files of its
-        project directory (:meth:`session_dir`)."""
-        if self.table_wals is not None:
-            return self.table_wals
-        return FileWals(self.session_dir(session_id))
 
     def env(
         self,
@@ -352,7 +352,7 @@ class Engine:
             clock=self.clock,
             models=models,
             tools=tools,
-            project_dir=self.session_dir(session_id),
+            project_dir=session_dir(self, session_id),
             settings=settings,
             before_tool=self._before_tool,
             artifact_threshold=self.store.artifact_threshold,
@@ -361,6 +361,46 @@ class Engine:
             group_commits=self.group_commits,
             **kw,
         )
+
+
+def session_dir(engine: Engine, session_id: str) -> Path:
+    """Return the session's project directory: where its Task WALs live.
+
+    The engine's ``project_dir`` if it holds the session's Task WALs
+    (``.clew/tasks/<session_id>/``: the project was copied or moved with them);
+    else the directory the session was created in (``session_created.cwd``), so a
+    resume or ``clew tasks`` from another working directory reads and writes the
+    same WALs instead of starting new ones there. A relative recorded path (an older
+    clew recorded ``--project`` as typed) cannot be located: the engine's
+    ``project_dir`` is used.
+
+    Raises:
+        UnknownSession: no such session.
+        ProjectDirGone: the recorded directory no longer exists (and the engine's
+            holds no Task WAL of the session).
+    """
+    sid = validate_session_id(session_id)
+    recorded = Path(engine.store.read_session(sid).cwd)
+    own = engine.project_dir
+    if recorded == own or not recorded.is_absolute() or wal_dir(own, sid).is_dir():
+        return own  # (created on the first Task WAL line if it does not exist yet)
+    if engine.table_wals is not None and not recorded.is_dir():
+        return own  # the WALs are in the database: another host resumes here
+    if not recorded.is_dir():
+        raise ProjectDirGone(
+            f"session {sid} belongs to the project directory {recorded}, which no longer"
+            " exists (its Task WALs live there): restore it, or work from a project"
+            f" directory holding .clew/tasks/{sid}/"
+        )
+    return recorded
+
+
+def task_wals(engine: Engine, session_id: str) -> TaskWals:
+    """Where the session's Task WALs live: the store's table, or the files of its project
+    directory (:func:`session_dir`)."""
+    if engine.table_wals is not None:
+        return engine.table_wals
+    return FileWals(session_dir(engine, session_id))
 
 
 def _open_store(

@@ -27,8 +27,8 @@ from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions, ToolTally
 from actors.replay.report import LiveToolsCount, ReplayReport, build_report
 from actors.replay.requests import StoreRequests
+from actors.runtime.config import Chains, team_for_replay
 from actors.runtime.engine import Engine
-from actors.runtime.teams import Chains, team_for_replay
 from actors.tasks.manager import task_manager
 from eventlog.ids import validate_session_id
 

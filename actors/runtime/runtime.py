@@ -1,58 +1,46 @@
-"""The ``Runtime`` facade: open a home, create sessions, run, replay, resume, verify.
+"""``Runtime``: an open clew home — open and close it, create and find its sessions, replay
+and verify them, hooks, the run queue and the serving loop.
 
-Environment variables are read here, once (``Runtime.from_env``), never deeper. The
-operations live in their own modules (``runs``, ``replayer``, ``resume``, ``verify``)
-as functions over the home's :class:`~actors.runtime.engine.Engine`.
+Environment variables are read here, once (``Runtime.from_env``), never deeper. What
+acts on one session is :class:`~actors.runtime.session.Session`'s; ``Runtime`` keeps
+each of those verbs as an alias taking the session id first (``rt.resume(sid, …)`` is
+``Session.resume`` of that session: one line each, :class:`_PerSession`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from actors.errors import Unencodable, UsageError
-from actors.models.chains import ModelArg
-from actors.models.storable import check_storable
-from actors.models.tools import Tool
+from actors.errors import UsageError
 from actors.observe.tracing import Tracing
-from actors.orchestration.main_run import RunOutcome
-from actors.orchestration.team import Team
+from actors.orchestration.hooks import Hooks
 from actors.recording.inputs import RunSettings
-from actors.replay.report import ReplayReport
-from actors.runtime import cancelling, deleting, replayer, retry, runs, switching
-from actors.runtime import follow as following
-from actors.runtime import resume as resuming
-from actors.runtime import verify as verifying
-from actors.runtime.archive import archive_session
-from actors.runtime.cancelling import CancelReport
-from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
+from actors.runtime import status, upkeep
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator, QueuedRun, RunSpec
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
-from actors.runtime.handle import RunHandle
-from actors.runtime.history import RuntimeHistory
-from actors.runtime.hitl import RuntimeWaits
-from actors.runtime.locks import SessionLock
-from actors.runtime.resume import ResumePlan
-from actors.runtime.serve_api import RuntimeServe
+from actors.runtime.serving import Recipes, Server, ServeReport
 from actors.runtime.session import Session
-from actors.runtime.status import SessionInfo, session_info
-from actors.runtime.verify import VerifyReport
-from actors.tasks.manager import TaskManagerProxy
+from actors.runtime.start import check_prompt, create_session
+from actors.runtime.status import SessionInfo
+from actors.runtime.upkeep import VerifyReport
+from actors.runtime.waiting import WaitState, waiting_sessions
 from eventlog.clock import Clock
-from eventlog.events import SessionCreated
-from eventlog.ids import IdSource, brain_agent_id, validate_session_id
+from eventlog.ids import IdSource, validate_session_id
 from eventlog.locations import is_postgres_url
-from eventlog.records import AppendRequest, SessionRow, StoredEvent
+from eventlog.records import SessionRow
 from eventlog.sqlite import Durability
-from eventlog.store import EventStore, SessionDeletion
-from eventlog.wals import TaskWals
+from eventlog.store import EventStore
 from eventlog.writer import Writer
 
-#: Fresh session ids to try before giving up: 20 collisions of a 16-bit suffix in one
-#: second do not happen by chance.
-_SESSION_ID_TRIES = 20
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = None) -> Path:
@@ -60,8 +48,50 @@ def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = 
     return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
-class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
-    """An open clew home: the store, the writer, task managers, and the session API."""
+class _PerSession(Generic[P, R]):
+    """``Runtime.<verb>(session_id, …)``: the :class:`Session` method ``verb`` of that
+    session — an alias with its docstring and signature (``session_id`` first, given by
+    position).
+
+    The session is not read first: the verb checks the id itself, so an alias raises
+    what the verb raises (``InvalidSessionId``, ``UnknownSession``, ``DeletedSession`` …).
+    """
+
+    def __init__(self, verb: Callable[Concatenate[Session, P], R]) -> None:
+        self._verb = verb
+        self.__doc__ = verb.__doc__
+        signature = inspect.signature(verb)
+        session_id = inspect.Parameter(
+            "session_id", inspect.Parameter.POSITIONAL_ONLY, annotation="str"
+        )
+        params = [session_id, *list(signature.parameters.values())[1:]]
+        self._signature = signature.replace(parameters=params)
+
+    @overload
+    def __get__(self, runtime: None, owner: type[Runtime]) -> _PerSession[P, R]: ...
+
+    @overload
+    def __get__(
+        self, runtime: Runtime, owner: type[Runtime]
+    ) -> Callable[Concatenate[str, P], R]: ...
+
+    def __get__(
+        self, runtime: Runtime | None, owner: type[Runtime]
+    ) -> _PerSession[P, R] | Callable[Concatenate[str, P], R]:
+        if runtime is None:
+            return self
+        verb, engine = self._verb, runtime._engine  # noqa: SLF001 - Runtime's own alias
+
+        @functools.wraps(verb)
+        def alias(session_id: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            return verb(Session(engine, session_id), *args, **kwargs)
+
+        alias.__signature__ = self._signature  # type: ignore[attr-defined]
+        return alias
+
+
+class Runtime:
+    """An open clew home: the store, the writer, task managers; its sessions, the queue."""
 
     def __init__(  # long: one docstring entry per argument, then one attribute each
         self,
@@ -145,6 +175,16 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         """True when every run's spans go to OpenTelemetry (``Runtime(tracing=…)``)."""
         return self._engine.tracing
 
+    @property
+    def hooks(self) -> Hooks | None:
+        """The application's hooks every new run and resume of this runtime calls."""
+        hooks: Hooks | None = self._engine.hooks
+        return hooks
+
+    @hooks.setter
+    def hooks(self, value: Hooks | None) -> None:
+        self._engine.hooks = value
+
     @classmethod
     def from_env(
         cls,
@@ -177,7 +217,7 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         """Stop every actor, flush and close the writer, release session locks."""
         self._engine.close()
 
-    # --- sessions ------------------------------------------------------------------------
+    # --- sessions -------------------------------------------------------------------------
 
     def new_session(
         self, *, cwd: str | None = None, metadata: dict[str, Any] | None = None
@@ -186,43 +226,18 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
 
         Args:
             cwd: the session's project directory (default: this runtime's
-                ``project_dir``); its Task WALs live there (see :meth:`session_dir`).
+                ``project_dir``); its Task WALs live there (see :meth:`Session.session_dir`).
 
         Raises:
             UsageError: ``metadata`` or ``cwd`` cannot be stored (nothing is written).
         """
-        cwd = str(Path(cwd).absolute()) if cwd else str(self.project_dir)
-        try:
-            check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
-        except Unencodable as e:
-            raise UsageError(str(e)) from None
-        self._engine.refuse_if_read_only("creating a session")
-        now = self.clock.now()
-        for _ in range(_SESSION_ID_TRIES):
-            sid = self.ids.new_session_id(now)
-            if not self.store.session_exists(sid):
-                break
-        else:  # pragma: no cover - see _SESSION_ID_TRIES
-            raise UsageError("could not allocate a fresh session id")
-        self.writer.append(
-            AppendRequest(
-                session_id=sid,
-                event=SessionCreated(
-                    session_id=sid,
-                    cwd=cwd,
-                    root_agent_id=brain_agent_id(sid),
-                    metadata=metadata or {},
-                ),
-                created_at=now,
-            )
-        )
-        return Session(self, sid)
+        return Session(self._engine, create_session(self._engine, cwd, metadata))
 
     def session(self, session_id: str) -> Session:
         """Return an existing session (validated; ``UnknownSession`` if absent)."""
         sid = validate_session_id(session_id)
         self.store.read_session(sid)
-        return Session(self, sid)
+        return Session(self._engine, sid)
 
     def sessions(self) -> list[SessionInfo]:
         """Return every session with its status, run/event counts and interruption flag."""
@@ -231,178 +246,7 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
     def info(self, row: SessionRow) -> SessionInfo:
         """Return the summary line of the session whose row is ``row`` (its status derived
         by :func:`actors.runtime.status.session_status`)."""
-        sid = row.session_id
-        return session_info(
-            row,
-            self.store.read_runs(sid),
-            owned=self.is_owned(sid),
-            events=self.store.count_events(sid),
-        )
-
-    def lock(self, session_id: str) -> SessionLock:
-        """Take the session's owner lock (``SessionBusy`` if another process holds it)."""
-        return self._engine.lock(session_id)
-
-    def unlock(self, session_id: str) -> None:
-        """Release the session's owner lock if this runtime holds it."""
-        self._engine.unlock(session_id)
-
-    def is_owned(self, session_id: str) -> bool:
-        """True when a live process (this one included) holds the session's owner lock."""
-        return self._engine.is_owned(session_id)
-
-    def main_runs(self, session_id: str) -> list[str]:
-        """Return the session's main (Brain) runs in start order."""
-        return self._engine.main_runs(session_id)
-
-    def wal_names(self, session_id: str) -> list[str]:
-        """Return the Task WAL name of each main run, in run order (``<name>.wal.jsonl``
-        under ``session_dir(id)/.clew/tasks/<id>/``)."""
-        return self._engine.wal_names(session_id)
-
-    def interrupted_runs(self, session_id: str) -> list[str]:
-        """Runs the store says are running/pending while no live process owns the session."""
-        return self._engine.interrupted_runs(session_id)
-
-    def switch_node(self, session_id: str, node_id: str) -> str | None:
-        """Move the session's active node to ``node_id``; return the previous one.
-
-        The next run's user message starts a new branch there (seed 004: a new branch
-        starts only at a user message), so the node must be one of the session's own
-        conversation where a user message may follow. Nothing is deleted.
-
-        Raises:
-            UnknownNode: no such node in the session.
-            BranchRefused: a worker's node, or an assistant turn waiting for tool results.
-            ArchivedSession: the session is archived.
-            SessionBusy: a live process owns the session.
-        """
-        return switching.switch_node(self._engine, session_id, node_id)
-
-    def archive(self, session_id: str, reason: str = "") -> bool:
-        """Archive the session (``session_archived``); see :meth:`Session.archive`."""
-        return archive_session(self._engine, session_id, reason)
-
-    def delete_session(self, session_id: str, force: bool = False) -> SessionDeletion:
-        """Delete the session for good (:mod:`actors.runtime.deleting`, docs/runtime.md).
-
-        Raises:
-            DeleteRefused: it runs, waits or has forks, and not ``force``.
-            DeletedSession, UnknownSession: deleted already, or no such session.
-        """
-        return deleting.delete_session(self._engine, session_id, force=force)
-
-    def session_dir(self, session_id: str) -> Path:
-        """Return the session's project directory (where its Task WALs live).
-
-        The directory the session was created in, whatever this runtime's
-        ``project_dir``: ``run``, ``resume``, ``verify`` and ``clew tasks`` all use it.
-
-        Raises:
-            UnknownSession: no such session.
-            ProjectDirGone: that directory no longer exists.
-        """
-        return self._engine.session_dir(session_id)
-
-    def task_wals(self, session_id: str) -> TaskWals:
-        """Where the session's Task WALs live: the PostgreSQL store's ``task_wal`` table,
-        or the files under :meth:`session_dir` (``ProjectDirGone`` if it is gone)."""
-        return self._engine.task_wals(session_id)
-
-    def task_manager(self, session_id: str) -> TaskManagerProxy:
-        """Return the session's task manager actor (one per session, started lazily)."""
-        return self._engine.task_manager(session_id)
-
-    def follow(
-        self,
-        session_id: str,
-        since_seq: int = 0,
-        *,
-        poll_s: float = 0.2,
-        stop: following.Stop | None = None,
-        until_idle: bool = False,
-    ) -> Iterator[StoredEvent]:
-        """Yield the session's committed events with ``seq > since_seq`` as they land,
-        whichever process writes them (this one, or another on the same home).
-
-        Each poll is one indexed range read; while nothing is new it sleeps ``poll_s``.
-        It ends once ``stop`` (a ``threading.Event``, or a function) says so, or with
-        ``until_idle`` once the session has no run in progress — after yielding what was
-        committed by then. Without either it follows until the caller stops iterating.
-
-        Raises:
-            InvalidSessionId, UnknownSession: at the call, not at the first event.
-            UsageError: ``since_seq`` < 0 or ``poll_s`` <= 0.
-        """
-        return following.follow(
-            self._engine, session_id, since_seq, poll_s=poll_s, stop=stop, until_idle=until_idle
-        )
-
-    # --- replay, resume, verify ------------------------------------------------------------
-
-    def replay(
-        self,
-        session_id: str,
-        *,
-        model: ModelArg | None = None,
-        tools: Sequence[Tool] | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        team: Team | None = None,
-        live_tools: bool = False,
-    ) -> ReplayReport:
-        """Re-execute every recorded main run of the session against its recording.
-
-        Nothing is written to the recorded session: model replies and tool results
-        come from the recording, the Task WAL is rebuilt in a scratch directory
-        that is thrown away. ``model``/``tools``/``team`` default to stand-ins with the
-        recorded ones (pass today's to check they still match). ``live_tools``: run the
-        idempotent ``tools`` again and compare their outputs (docs/replay-and-recovery.md).
-        """
-        return replayer.replay_session(
-            self._engine, session_id, model=model, tools=tools, team=team, progress=progress,
-            live_tools=live_tools,
-        )  # fmt: skip
-
-    def resume_ready(self, session_id: str) -> ResumePlan:
-        """Do everything a resume needs before re-executing: check, read, replay the WAL.
-
-        Raises:
-            NothingToResume: no interrupted run.
-            SessionBusy: a live process owns the session.
-            ReadOnlyStore: the runtime was opened read-only.
-        """
-        self._engine.refuse_if_read_only("resuming a session")
-        return resuming.resume_ready(self._engine, session_id)
-
-    def resume(
-        self,
-        session_id: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        plan: ResumePlan | None = None,
-        team: Team | None = None,
-        from_divergence: bool = False,
-    ) -> RunOutcome:
-        """Finish the session's interrupted main run: re-execute it to the end of its log,
-        then go on live (a recorded model reply is never requested again).
-
-        ``team``: the run's team (without it the recorded team is rebuilt over ``tools``;
-        a team with typed output must be given). ``from_divergence``: when today's code
-        diverges from the recording, keep the recorded prefix up to that point, record
-        ``resumed_past_divergence`` there and go on live (else the resume is refused).
-
-        Raises:
-            NothingToResume: no interrupted run.
-            SessionBusy: a live process owns the session.
-            ReplayDivergence: today's code does not reproduce the recording.
-        """
-        plan = plan or self.resume_ready(session_id)
-        return resuming.resume(
-            self._engine, plan, model=model, tools=tools, settings=settings, team=team,
-            from_divergence=from_divergence,
-        )  # fmt: skip
+        return status.info(self._engine, row)
 
     def verify(
         self,
@@ -418,76 +262,119 @@ class Runtime(RuntimeWaits, RuntimeServe, RuntimeHistory):
         Raises:
             InvalidSessionId, UnknownSession: ``session_id`` is given and bad or unknown.
         """
-        return verifying.verify(self._engine, session_id, progress=progress)
+        return upkeep.verify(self._engine, session_id, progress=progress)
 
-    def retry(
-        self,
-        session_id: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> RunOutcome:
-        """Retry the session's failed last run; see :meth:`Session.retry`."""
-        return retry.retry_session(
-            self._engine, session_id, model=model, tools=tools, settings=settings, team=team
-        )
+    def waiting(self, session_id: str | None = None) -> list[WaitState]:
+        """Return what each waiting session waits for (one session, or every one)."""
+        if session_id is None:
+            return waiting_sessions(self._engine)
+        state = Session(self._engine, session_id).waiting()
+        return [state] if state is not None else []
 
-    def run(
-        self,
-        session_id: str,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-    ) -> RunOutcome:
-        """Run one main run of ``session_id``; see :meth:`Session.run`."""
-        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
-        return RunHandle(prepared, watch=False).result()
+    # --- a session's verbs, by its id: aliases of Session's -------------------------------
 
-    def start(
-        self,
-        session_id: str,
-        prompt: str,
-        *,
-        model: ModelArg,
-        tools: Sequence[Tool] = (),
-        settings: RunSettings | None = None,
-        team: Team | None = None,
-        watch: bool = True,
-    ) -> RunHandle:
-        """Start one main run of ``session_id`` and return at once; see :meth:`Session.start`.
-        ``watch=False``: no ``stream()`` (what ``run`` and ``arun`` use)."""
-        prepared = self._prepare(session_id, prompt, model, tools, settings, team)
-        return RunHandle(prepared, watch=watch)
+    run = _PerSession(Session.run)
+    start = _PerSession(Session.start)
+    resume_ready = _PerSession(Session.resume_ready)
+    resume = _PerSession(Session.resume)
+    retry = _PerSession(Session.retry)
+    cancel = _PerSession(Session.cancel)
+    pending = _PerSession(Session.pending)
+    decide = _PerSession(Session.decide)
+    answer = _PerSession(Session.answer)
+    fork = _PerSession(Session.fork)
+    rerun = _PerSession(Session.rerun)
+    switch_node = _PerSession(Session.switch_node)
+    archive = _PerSession(Session.archive)
+    delete_session = _PerSession(Session.delete)
+    replay = _PerSession(Session.replay)
+    follow = _PerSession(Session.follow)
+    main_runs = _PerSession(Session.main_runs)
+    wal_names = _PerSession(Session.wal_names)
+    interrupted_runs = _PerSession(Session.interrupted_runs)
+    session_dir = _PerSession(Session.session_dir)
+    task_wals = _PerSession(Session.task_wals)
+    task_manager = _PerSession(Session.task_manager)
+    lock = _PerSession(Session.lock)
+    unlock = _PerSession(Session.unlock)
+    is_owned = _PerSession(Session.is_owned)
 
-    def _prepare(
-        self,
-        session_id: str,
-        prompt: str,
-        model: ModelArg,
-        tools: Sequence[Tool],
-        settings: RunSettings | None,
-        team: Team | None,
-    ) -> runs.PreparedRun:
-        self._engine.refuse_if_read_only("running a session")
-        return runs.prepare_run(
-            self._engine, session_id, prompt, model=model, tools=tools, settings=settings, team=team
-        )
+    # --- the run queue and serving (docs/serve.md) ----------------------------------------
 
-    # --- fork and rerun (docs/replay-and-recovery.md#fork-rerun-and-diff) -----------------
-
-    def cancel(self, session_id: str, reason: str = "cancelled") -> CancelReport:
-        """Cancel the session's run in progress — in this process, in the process that
-        owns the session (it notices within a second), or left interrupted by a crash
-        (then recorded as cancelled at once, without asking any model).
+    def coordinator(self) -> Coordinator:
+        """Return where this runtime's leases and run queue live (opened, or created in
+        the home, on first use).
 
         Raises:
-            InvalidSessionId, UnknownSession: bad or unknown session.
-            NothingToCancel: no run of the session is in progress or interrupted.
             ReadOnlyStore: the runtime was opened read-only.
         """
-        return cancelling.cancel_session(self._engine, session_id, reason)
+        self._engine.refuse_if_read_only("opening the run queue")
+        coord = self._engine.leases.coordinator(create=True)
+        assert coord is not None  # a writable runtime always has one once created
+        return coord
+
+    def submit(
+        self,
+        prompt: str,
+        *,
+        model: str,
+        tools: str | None = None,
+        team: str | None = None,
+        session: str | None = None,
+    ) -> QueuedRun:
+        """Enqueue a run durably for a serving process (``clew serve``); return its row.
+
+        ``model``/``tools``/``team`` are recipe *names* the serving app registers
+        (:class:`~actors.runtime.serving.Recipes`; ``demo`` is built in); they are
+        recorded with the run, so whichever process resumes it builds the same.
+        ``session``: run in that session (after the runs queued before it); None: a
+        new session.
+
+        Raises:
+            UsageError: an empty prompt.
+            InvalidSessionId, UnknownSession: a bad or unknown ``session``.
+        """
+        check_prompt(prompt)
+        if not model:
+            raise UsageError("a queued run needs a model recipe name")
+        if session is not None:
+            session = validate_session_id(session)
+            self.store.read_session(session)
+        spec = RunSpec(prompt=prompt, session_id=session, model=model, tools=tools, team=team)
+        return self.coordinator().submit(spec)
+
+    def queue(self, limit: int = 100) -> list[QueuedRun]:
+        """Return the newest ``limit`` queued runs (any status), oldest first."""
+        return self.coordinator().list_runs(limit)
+
+    def serve(
+        self,
+        *,
+        recipes: Recipes | None = None,
+        concurrency: int = 1,
+        stop: threading.Event | None = None,
+        poll_s: float = 0.2,
+        drain_s: float = 30.0,
+        on_event: Callable[[str], None] | None = None,
+    ) -> ServeReport:
+        """Take queued runs and recover dead peers' runs until ``stop`` is set.
+
+        Runs up to ``concurrency`` runs at once, each in its session under a lease; on
+        start and every third of the lease ttl it adopts the runs of processes whose
+        leases expired and resumes them. Once ``stop`` is set it takes nothing more and
+        waits up to ``drain_s`` for the runs in progress (the report lists any left).
+
+        Raises:
+            UsageError: ``concurrency`` < 1.
+        """
+        if concurrency < 1:
+            raise UsageError("concurrency must be at least 1")
+        server = Server(
+            self._engine,
+            recipes or Recipes(),
+            concurrency=concurrency,
+            poll_s=poll_s,
+            drain_s=drain_s,
+            on_event=on_event,
+        )
+        return server.serve(stop or threading.Event())

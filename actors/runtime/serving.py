@@ -1,6 +1,16 @@
-"""``Runtime.serve()`` / ``clew serve``: take queued runs, recover the runs of dead peers.
+"""Serving: what an app registers (recipes) and ``Runtime.serve()`` / ``clew serve``'s loop.
 
-One :class:`Server` per process. Its loop, every ``poll_s``:
+**Recipes** are the names a queued run records so any serving process can build its model,
+tools and team — to run it, and to resume it after its first process died.
+
+An application registers them once (``clew serve --app module:callable``, or
+``Runtime.serve(recipes=…)``): each recipe is a function of a :class:`RecipeContext`
+returning a fresh model (chain), tool list or team. A fresh one per run: a scripted or
+stateful model is never shared between sessions. The built-in ``demo`` model and tools
+recipes (the scripted demo scenario) are always there unless the app replaces them.
+
+**The loop** takes queued runs and recovers the runs of dead peers. One :class:`Server`
+per process. Its loop, every ``poll_s``:
 
 1. **Recover** (at start, then every third of the lease ttl): a queued run whose owner's
    worker lease expired is *adopted* (one compare-and-set: exactly one live process wins
@@ -11,7 +21,7 @@ One :class:`Server` per process. Its loop, every ``poll_s``:
 2. **Take** queued runs while fewer than ``concurrency`` are in progress, each on a
    thread of its own, in its own session (a new one, or the one it names).
 
-Every session a run executes in is held through its lease (``Engine.lock``) and the
+Every session a run executes in is held through its lease (``Engine.own``) and the
 worker lease says the process is alive; the heartbeat renews both. ``stop`` (SIGTERM for
 ``clew serve``) ends the taking at once, then waits up to ``drain_s`` for the runs in
 progress; what is still running then is left to the caller (see docs/serve.md).
@@ -19,25 +29,121 @@ progress; what is still running then is left to the caller (see docs/serve.md).
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from actors.errors import SessionBusy
-from actors.runtime.coord.protocol import Coordinator, QueuedRun, worker_lease
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
-from actors.runtime.recipes import RecipeContext, Recipes
-from eventlog.errors import ClewError
+from actors.demo import demo_model, demo_tools
+from actors.errors import SessionBusy, UsageError
+from actors.models.chains import ModelArg
+from actors.models.tools import Tool
+from actors.orchestration.team import Team
+from actors.runtime.config import RunConfig
+from actors.runtime.coord.protocol import Coordinator, QueuedRun, RunSpec, worker_lease
+from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, session_dir
+from actors.runtime.recovery import resume, resume_ready
+from actors.runtime.start import create_session, start_run
+from actors.runtime.status import main_runs
+from eventlog.errors import ClewError, quoted
 from eventlog.ids import is_main_run
 from eventlog.logs import get_logger
 
-if TYPE_CHECKING:
-    from actors.runtime.runtime import Runtime
-
 _log = get_logger("clew.serve")
+
+
+# --- recipes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecipeContext:
+    """What a recipe may use: the session and its project directory (its Task WALs and
+    the demo's notes file live there) and the environment provider keys come from."""
+
+    session_id: str
+    project_dir: Path
+    environ: Mapping[str, str]
+
+
+def _demo_model(_: RecipeContext) -> ModelArg:
+    return demo_model(3)
+
+
+def _demo_tools(ctx: RecipeContext) -> list[Tool]:
+    return demo_tools(ctx.project_dir)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipes:
+    """The model, tools and team recipes of an application, by name."""
+
+    models: Mapping[str, Callable[[RecipeContext], ModelArg]] = field(default_factory=dict)
+    tools: Mapping[str, Callable[[RecipeContext], Sequence[Tool]]] = field(default_factory=dict)
+    teams: Mapping[str, Callable[[RecipeContext, Sequence[Tool]], Team]] = field(
+        default_factory=dict
+    )
+
+    def with_demo(self) -> Recipes:
+        """Return these recipes plus the built-in ``demo`` ones (the app's win)."""
+        return Recipes(
+            models={"demo": _demo_model, **self.models},
+            tools={"demo": _demo_tools, **self.tools},
+            teams=dict(self.teams),
+        )
+
+    def check(self, spec: RunSpec) -> None:
+        """Refuse a run naming a recipe that is not registered.
+
+        Raises:
+            UsageError: naming the missing recipe and the registered ones.
+        """
+        for kind, name, known in (
+            ("model", spec.model, self.models),
+            ("tools", spec.tools, self.tools),
+            ("team", spec.team, self.teams),
+        ):
+            if name is not None and name not in known:
+                names = ", ".join(sorted(known)) or "none"
+                raise UsageError(
+                    f"no {kind} recipe named {quoted(name)} is registered (known: {names});"
+                    " register it in the app given to clew serve --app"
+                )
+
+    def build(self, spec: RunSpec, ctx: RecipeContext) -> RunConfig:
+        """Build the model, tools and team ``spec`` names (``check`` first)."""
+        self.check(spec)
+        tools = list(self.tools[spec.tools](ctx)) if spec.tools is not None else []
+        team = self.teams[spec.team](ctx, tools) if spec.team is not None else None
+        return RunConfig(model=self.models[spec.model](ctx), tools=tools, team=team)
+
+
+def load_app(ref: str) -> Recipes:
+    """Import ``module:callable`` and call it; it returns the app's :class:`Recipes`.
+
+    Raises:
+        UsageError: a malformed reference, a module or callable that cannot be found, or
+            a callable that does not return ``Recipes``.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--app {quoted(ref)} is not of the form module:callable")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UsageError(f"--app {quoted(ref)}: cannot import {quoted(module_name)}: {e}") from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UsageError(f"--app {quoted(ref)}: {quoted(attr)} is not a callable of the module")
+    recipes = factory()
+    if not isinstance(recipes, Recipes):
+        raise UsageError(f"--app {quoted(ref)} returned {type(recipes).__name__}, not Recipes")
+    return recipes
+
+
+# --- serving ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -55,7 +161,6 @@ class Server:
 
     def __init__(
         self,
-        rt: Runtime,
         engine: Engine,
         recipes: Recipes,
         *,
@@ -64,7 +169,6 @@ class Server:
         drain_s: float = 30.0,
         on_event: Callable[[str], None] | None = None,
     ) -> None:
-        self.rt = rt
         self.engine = engine
         self.recipes = recipes.with_demo()
         self.concurrency = concurrency
@@ -147,7 +251,7 @@ class Server:
     def _context(self, session_id: str) -> RecipeContext:
         return RecipeContext(
             session_id=session_id,
-            project_dir=self.rt.session_dir(session_id),
+            project_dir=session_dir(self.engine, session_id),
             environ=self.engine.environ,
         )
 
@@ -155,11 +259,11 @@ class Server:
         """Run a queued run to its end in its session (a new one if it names none)."""
         spec = entry.spec()
         self.recipes.check(spec)  # before a session is created for nothing
-        rt = self.rt
-        sid = entry.session_id or rt.new_session(metadata={"clew_queue_id": entry.id}).id
-        self.coord.attach(entry.id, self.owner, sid, len(rt.main_runs(sid)))
-        built = self.recipes.build(spec, self._context(sid))
-        outcome = rt.run(sid, spec.prompt, model=built.model, tools=built.tools, team=built.team)
+        engine = self.engine
+        sid = entry.session_id or create_session(engine, None, {"clew_queue_id": entry.id})
+        self.coord.attach(entry.id, self.owner, sid, len(main_runs(engine, sid)))
+        config = self.recipes.build(spec, self._context(sid))
+        outcome = start_run(engine, sid, spec.prompt, config, watch=False).result()
         self.coord.finish(entry.id, self.owner, outcome.status, run=outcome.run_id, error=None)
         self.report.done.append(entry.id)
         self._say(f"queued run {entry.id}: {outcome.status} (session {sid})")
@@ -167,7 +271,7 @@ class Server:
     def _recover_one(self, entry: QueuedRun) -> None:
         """Finish an adopted run: resume it, record how it ended, or queue it again."""
         sid, before = entry.session_id, entry.runs_before
-        runs = [] if sid is None else self.rt.store.read_runs(sid)
+        runs = [] if sid is None else self.engine.store.read_runs(sid)
         runs = [r for r in runs if sid is not None and is_main_run(sid, r.agent_id)]
         if sid is None or before is None or len(runs) <= before:
             self.coord.requeue(entry.id, self.owner)  # taken, never started: run it afresh
@@ -180,9 +284,9 @@ class Server:
             if self.engine.leases.held_elsewhere(sid):
                 self._busy[entry.id] = entry  # its old lease has not expired yet
                 return
-            built = self.recipes.build(entry.spec(), self._context(sid))
+            config = self.recipes.build(entry.spec(), self._context(sid))
             try:
-                outcome = self.rt.resume(sid, model=built.model, tools=built.tools, team=built.team)
+                outcome = resume(self.engine, resume_ready(self.engine, sid), config)
             except SessionBusy:
                 self._busy[entry.id] = entry
                 return

@@ -1,10 +1,11 @@
-"""A session's status, derived in one place from its runs: what ``Runtime.sessions()`` and
-``clew sessions`` show.
+"""What a session is now and what it writes next: its status, derived in one place from
+its runs (what ``Runtime.sessions()`` and ``clew sessions`` show), its main and
+interrupted runs, and its events followed as they land (``Session.follow``).
 
 The status is the last *main* (Brain) run's, read from the ``runs`` table, with one
 exception that needs the owner lock: a run the table calls open (``running`` /
 ``pending``) is ``running`` while a live process owns the session and ``interrupted``
-once none does (the lock, not a clock, decides: see ``actors/runtime/locks.py``).
+once none does (the lock, not a clock, decides: see :class:`~actors.runtime.engine.SessionLock`).
 
 ====================  ==================================================================
 status                when
@@ -22,18 +23,40 @@ status                when
 ====================  ==================================================================
 
 A status this module does not know yet (a run status added later) is shown as stored.
+
+Follow a session's committed events as they land, whichever process writes them.
+
+Following (:func:`follow`) polls the store: each poll is one indexed range read
+(``read_events(session, after_seq=last, limit=FOLLOW_BATCH)``: on SQLite
+``WHERE seq > ? ORDER BY seq LIMIT ?``: a range search by ``seq``), so a poll costs
+what is new, never a re-read of the session. A reader sees only committed transactions,
+so every event yielded is durable, and seqs come gapless and in order. While nothing is
+new it sleeps ``poll_s`` (woken early by a ``threading.Event`` stop). On PostgreSQL it
+waits on ``LISTEN`` instead and wakes at the commit of the session's next batch, in
+whatever process or host (``eventlog/postgres/notify.py``); ``poll_s`` bounds the wait.
+
+It ends when ``stop`` says so, or — with ``until_idle`` — once the session has no run in
+progress: no run the store calls running/pending whose owner lock a live process holds
+(an interrupted run is not in progress: nothing more will land until a resume). Either
+way, what was committed before it ends is yielded first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final, Protocol
 
 import msgspec
 
-from actors.runtime.engine import OPEN_RUN_STATUSES
-from eventlog.ids import is_main_run
-from eventlog.records import RunRow, SessionRow
+from actors.errors import UsageError
+from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
+from actors.tasks.agreement import run_wal_name
+from eventlog.ids import is_main_run, validate_session_id
+from eventlog.locations import is_postgres_url
+from eventlog.records import RunRow, SessionRow, StoredEvent
+from eventlog.store import EventStore
 
 #: Run statuses of a run parked until a person answers (the human-in-the-loop work).
 WAITING_RUN_STATUSES: Final = frozenset({"waiting", "parked"})
@@ -102,3 +125,137 @@ def session_info(
         all_runs=len(runs),
         lifecycle=row.status,
     )
+
+
+def info(engine: Engine, row: SessionRow) -> SessionInfo:
+    """Return the summary line of the session whose row is ``row``."""
+    sid = row.session_id
+    return session_info(
+        row,
+        engine.store.read_runs(sid),
+        owned=engine.is_owned(sid),
+        events=engine.store.count_events(sid),
+    )
+
+
+def main_runs(engine: Engine, session_id: str) -> list[str]:
+    """Return the session's main (Brain) runs in start order."""
+    sid = validate_session_id(session_id)
+    return [r.run_id for r in engine.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
+
+
+def wal_names(engine: Engine, session_id: str) -> list[str]:
+    """Return the Task WAL name of each main run of the session, in run order."""
+    sid = validate_session_id(session_id)
+    return [run_wal_name(r, engine.store.read_run(sid, r)) for r in main_runs(engine, sid)]
+
+
+def interrupted_runs(engine: Engine, session_id: str) -> list[str]:
+    """Runs the store says are running/pending while no live process owns the session."""
+    sid = validate_session_id(session_id)
+    runs = engine.store.read_runs(sid)
+    open_runs = [r.run_id for r in runs if r.status in OPEN_RUN_STATUSES]
+    if not open_runs or engine.is_owned(sid):
+        return []
+    return open_runs
+
+
+# --- following ----------------------------------------------------------------------------
+
+#: What may stop a follower: an event to set, or a function that says when.
+Stop = threading.Event | Callable[[], bool]
+#: Most events read by one query: a long backlog streams in bounded memory.
+FOLLOW_BATCH = 1000
+
+
+def run_in_progress(engine: Engine, session_id: str) -> bool:
+    """True when a run of the session is open in the store and its owner is alive."""
+    runs = engine.store.read_runs(session_id)
+    # The store first: the owner-lock probe only when a run is open (a live owner then
+    # holds the lock, so the probe never takes it from under a starting run).
+    return any(r.status in OPEN_RUN_STATUSES for r in runs) and engine.is_owned(session_id)
+
+
+def follow(
+    engine: Engine,
+    session_id: str,
+    since_seq: int = 0,
+    *,
+    poll_s: float = 0.2,
+    stop: Stop | None = None,
+    until_idle: bool = False,
+) -> Iterator[StoredEvent]:
+    """Return an iterator over the session's events with ``seq > since_seq``, as they land.
+
+    The session is checked now, not at the first ``next()``.
+
+    Raises:
+        InvalidSessionId, UnknownSession: a bad or unknown session id.
+        UsageError: ``since_seq`` is negative or not a whole number, ``poll_s`` not > 0.
+    """
+    sid = validate_session_id(session_id)
+    if isinstance(since_seq, bool) or not isinstance(since_seq, int) or since_seq < 0:
+        raise UsageError(f"since_seq must be a whole number >= 0, not {since_seq!r}")
+    if not poll_s > 0:
+        raise UsageError(f"poll_s must be > 0 seconds, not {poll_s!r}")
+    engine.store.read_session(sid)
+    idle = (lambda: not run_in_progress(engine, sid)) if until_idle else None
+    return _poll(engine.store, sid, since_seq, poll_s, stop, idle, lambda: _waiter(engine, sid))
+
+
+def _waiter(engine: Engine, sid: str) -> _Waiter | None:
+    """On PostgreSQL, a ``LISTEN`` connection that wakes the follower at each commit of the
+    session, whichever process or host wrote it (eventlog/postgres/notify.py)."""
+    if not is_postgres_url(engine.location):
+        return None
+    from eventlog.postgres.notify import CommitWaiter  # noqa: PLC0415 - the optional extra
+
+    return CommitWaiter(engine.location, sid)
+
+
+class _Waiter(Protocol):
+    def wait(self, after_seq: int, timeout: float) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def _stopped(stop: Stop | None) -> bool:
+    if stop is None:
+        return False
+    if isinstance(stop, threading.Event):
+        return stop.is_set()
+    return bool(stop())
+
+
+def _poll(
+    store: EventStore,
+    sid: str,
+    last: int,
+    poll_s: float,
+    stop: Stop | None,
+    idle: Callable[[], bool] | None,
+    make_waiter: Callable[[], _Waiter | None] = lambda: None,
+) -> Iterator[StoredEvent]:
+    waiter = make_waiter()  # at the first next(): an iterator never started holds nothing
+    try:
+        while True:
+            batch = store.read_events(sid, after_seq=last, limit=FOLLOW_BATCH)
+            yield from batch
+            if batch:
+                last = batch[-1].seq
+                if len(batch) == FOLLOW_BATCH:
+                    continue  # a backlog: read on before sleeping
+            if _stopped(stop) or (idle is not None and idle()):
+                # Read once more: the run may have committed its last events (and ended,
+                # or made ``stop`` true) between the read above and this check.
+                yield from store.read_events(sid, after_seq=last)
+                return
+            if waiter is not None:
+                waiter.wait(last, poll_s)  # woken by the commit, or polls on after poll_s
+            elif isinstance(stop, threading.Event):
+                stop.wait(poll_s)
+            else:
+                time.sleep(poll_s)
+    finally:
+        if waiter is not None:
+            waiter.close()

@@ -215,7 +215,7 @@ def _record(
     engine.refuse_if_read_only(f"recording a {what} for {sid}")
     engine.store.read_session(sid)
     held = engine.holds(sid)
-    engine.lock(sid)
+    engine.own(sid)
     try:
         state = wait_state(engine, sid)
         if state is None:
@@ -232,4 +232,4 @@ def _record(
         ).get(timeout=120)
     finally:
         if not held:
-            engine.unlock(sid)
+            engine.release(sid)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from actors.models.chains import ModelArg
 from actors.models.protocol import ModelRequest
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
@@ -22,7 +23,7 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.recording.inputs import RunSettings
 from actors.replay.requests import StoreRequests
-from actors.runtime.runtime import ModelArg, Runtime
+from actors.runtime.runtime import Runtime
 from eventlog.events import (
     Event,
     HandoffSent,

@@ -12,7 +12,7 @@ import os
 
 from actors.demo import demo_model
 from actors.models.protocol import ModelRequest, ModelResponse, request_hash
-from actors.runtime.recipes import RecipeContext, Recipes
+from actors.runtime.serving import RecipeContext, Recipes
 
 #: Milliseconds each scripted reply takes: a run of the demo takes about a second.
 DELAY_MS = 120

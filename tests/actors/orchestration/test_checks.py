@@ -15,8 +15,8 @@ from actors.errors import TeamError, UsageError
 from actors.orchestration.checks import Check
 from actors.orchestration.team import Role, Team
 from actors.recording.inputs import RunInputs, RunSettings
+from actors.runtime.config import RunConfig, team_for_resume
 from actors.runtime.runtime import Runtime
-from actors.runtime.teams import team_for_resume
 from eventlog.blocks import text_of
 from eventlog.events import (
     FixIteration,
@@ -136,4 +136,4 @@ def test_a_run_with_callable_checks_resumes_only_with_its_team(rt: Runtime) -> N
     inputs = RunInputs.from_metadata(started.metadata)
 
     with pytest.raises(UsageError, match="checks that are Python callables \\(says-fixed\\)"):
-        team_for_resume(inputs, None, (), scripted(route()), {})
+        team_for_resume(inputs, RunConfig(model=scripted(route())), {})

@@ -19,7 +19,7 @@ from _live_helpers import ended_well, main_end, three_workers
 from _runtime_helpers import route, rule, scripted, worker
 
 from actors import Role, RunSettings, Runtime, StoredEvent, Team, TextDelta, UsageError
-from actors.runtime.aio import STREAM_CLOSED, TASK_CANCELLED
+from actors.runtime.start import STREAM_CLOSED, TASK_CANCELLED
 from eventlog.events import ModelFailed, ModelRequested, ModelResponded, RunEnded
 
 

@@ -126,7 +126,7 @@ def test_each_poll_reads_only_what_follows_the_last_event_yielded(
     )
     spy = _RangeReads(reader_rt._engine.store)  # type: ignore[arg-type]
     monkeypatch.setattr(reader_rt._engine, "store", spy)
-    monkeypatch.setattr("actors.runtime.follow.FOLLOW_BATCH", 25)
+    monkeypatch.setattr("actors.runtime.status.FOLLOW_BATCH", 25)
 
     seen = list(reader_rt.follow(done.sid, stop=lambda: True))
 

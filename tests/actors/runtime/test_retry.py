@@ -17,7 +17,8 @@ from _runtime_helpers import route, rule, scripted
 
 from actors.errors import NeedsResume, NothingToRetry
 from actors.recording.inputs import RunInputs
-from actors.runtime.runtime import Runtime, Session
+from actors.runtime.runtime import Runtime
+from actors.runtime.session import Session
 from eventlog.events import NodeAppended, RunStarted
 from projections.tree import NodeTree
 

@@ -14,9 +14,8 @@ from actors.errors import SessionBusy, UsageError
 from actors.runtime.coord.location import COORD_FILE
 from actors.runtime.coord.protocol import RunSpec
 from actors.runtime.coord.sqlite import SQLiteCoordinator
-from actors.runtime.recipes import RecipeContext, Recipes, load_app
 from actors.runtime.runtime import Runtime
-from actors.runtime.serving import ServeReport
+from actors.runtime.serving import RecipeContext, Recipes, ServeReport, load_app
 from eventlog.errors import UnknownSession
 
 

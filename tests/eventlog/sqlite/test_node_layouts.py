@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from actors.runtime.copying import copy_sessions
 from actors.runtime.runtime import Runtime
+from actors.runtime.upkeep import copy_sessions
 from eventlog.blocks import TextBlock
 from eventlog.events import Node, NodeAppended, SessionCreated
 from eventlog.records import AppendRequest
