@@ -167,11 +167,6 @@ def test_the_import_time_graph_of_actors_modules_has_no_cycle() -> None:
     assert [] == cycles
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two loops outside actors/runtime are being broken on another branch"
-    " (orchestration/fixes.py ↔ main_run.py, replay/divergence.py ↔ report.py)",
-)
 def test_no_import_cycle_even_under_type_checking() -> None:
     graph = {
         name: sorted(t for t in _module_level_imports(module) if t in MODULES and t != name)
