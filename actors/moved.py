@@ -25,6 +25,7 @@ from typing import Any
 #: Old dotted module name → the module that holds it now (since: the release it moved in).
 MOVED: dict[str, str] = {
     "actors.providers": "actors.models.providers",  # since 0.2.0
+    "actors.cli.summaries": "actors.documents.summaries",  # since 0.2.0
 }
 
 

@@ -16,7 +16,6 @@ import typer
 
 from actors.cli import ids, render
 from actors.cli.app import app
-from actors.cli.docs import event_row, tasks_doc, tree_doc
 from actors.cli.options import (
     Home,
     Json,
@@ -32,12 +31,15 @@ from actors.cli.options import (
 )
 from actors.cli.output import print_json, print_json_stream, quoted
 from actors.cli.pager import paged
-from actors.cli.render import short
 from actors.cli.show import ShowOptions, TreeView
 from actors.cli.timeline_rows import print_timeline, timeline_layout
+from actors.documents.excerpts import excerpt
+from actors.documents.sessions import session_infos_doc
+from actors.documents.tasks import read_dags, tasks_doc
+from actors.documents.timeline import event_row
+from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
-from actors.tasks.inspect import inspect_wals
 from eventlog.events import EVENT_TYPES
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
@@ -59,12 +61,7 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
         finally:
             rt.close()
     if as_json:
-        print_json(
-            [
-                {**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
-                for i in infos
-            ]
-        )
+        print_json(session_infos_doc(infos, scenarios))
         return
     render.make_console().print(render.sessions_table(infos, scenarios))
 
@@ -79,24 +76,10 @@ def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> Non
     if options.height is None and out.is_terminal and not options.expand_all:
         rows = max(3, out.size.height - len(header) - 2)  # 2: the prompt after the command
         options = msgspec.structs.replace(options, height=rows)
-    view = TreeView(sid, tree, lambda r: render.excerpt(r.content), options, fork_points(rt, row))
+    forks = {node: f"{by} forked here" for node, by in fork_points(rt, sid).items()}
+    view = TreeView(sid, tree, lambda r: excerpt(r.content), options, forks)
     for line in [*header, *(line.text for line in view.layout())]:
         out.print(line, no_wrap=True, overflow="ellipsis", crop=True)
-
-
-def fork_points(rt: Runtime, row: SessionRow) -> dict[str, str]:
-    """Return the session's nodes another agent or session was forked from, and by whom."""
-    sid = row.session_id
-    points = {
-        a.fork_from_node_id: f"agent {short(sid, a.agent_id)} forked here"
-        for a in rt.store.read_agents(sid)
-        if a.fork_from_node_id
-    }
-    for other in rt.store.list_sessions():
-        node = getattr(other, "fork_from_node_id", None) or other.metadata.get("fork_from_node_id")
-        if other.parent_session_id == sid and isinstance(node, str):
-            points[node] = f"session {other.session_id} forked here"
-    return points
 
 
 @app.command()
@@ -128,7 +111,7 @@ def show(
             print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
-        print_json(tree_doc(sid, tree, render.excerpt))
+        print_json(tree_doc(sid, tree))
 
 
 @app.command()
@@ -230,7 +213,7 @@ def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
-    wals = inspect_wals(project, sid, rt.wal_names(sid), wals=rt.task_wals(sid))
+    wals = read_dags(rt, sid, project)
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))

@@ -18,11 +18,11 @@ import msgspec
 import typer
 
 from actors.cli.app import app
-from actors.cli.docs import event_row
 from actors.cli.options import Home, Project, SessionArg, open_session, where_from
 from actors.cli.output import on_interrupt
-from actors.cli.render import clip, short
-from actors.cli.summaries import summarise
+from actors.documents.excerpts import clip, short
+from actors.documents.summaries import summarise
+from actors.documents.timeline import event_row
 from eventlog.events import EVENT_TYPES, AgentCreated
 from eventlog.ids import task_of
 from eventlog.records import StoredEvent

@@ -18,8 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from actors.documents.timeline import event_line
 from actors.runtime.runtime import Runtime
-from actors.ui.views import event_line
 
 #: Seconds between two polls of a session's events.
 SESSION_POLL_S: Final = 0.25

@@ -28,9 +28,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from actors.documents.sessions import session_doc, sessions_doc
+from actors.documents.tasks import dag_doc
+from actors.documents.timeline import timeline_doc
+from actors.documents.tree import artifact_preview, excerpts_doc, node_doc, tree_shape_doc
+from actors.documents.usage import UsageCache, tokens_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
-from actors.ui import views
 from actors.ui.actions import Actions, Resumer
 from actors.ui.guard import Guard, new_token
 from actors.ui.live import Live
@@ -140,40 +144,40 @@ class Inspector:
         self.actions = actions
         self.live = live
         self.csrf = csrf
-        self.usage_cache = views.UsageCache()
+        self.usage_cache = UsageCache()
 
     async def index(self, request: Request) -> Response:
         page = (STATIC / "index.html").read_text(encoding="utf-8")
         return HTMLResponse(page.replace("{{CSRF}}", self.csrf))
 
     async def sessions(self, request: Request) -> Response:
-        return await _call(views.sessions_doc, self.rt, request.query_params.get("q", ""))
+        return await _call(sessions_doc, self.rt, request.query_params.get("q", ""))
 
     async def session(self, request: Request) -> Response:
-        return await self._read(request, views.session_doc)
+        return await self._read(request, session_doc)
 
     async def tree(self, request: Request) -> Response:
-        return await self._read(request, views.tree_doc)
+        return await self._read(request, tree_shape_doc)
 
     async def dag(self, request: Request) -> Response:
-        return await self._read(request, views.dag_doc)
+        return await self._read(request, dag_doc)
 
     async def usage(self, request: Request) -> Response:
-        return await self._read(request, views.usage_doc, self.usage_cache)
+        return await self._read(request, tokens_doc, self.usage_cache)
 
     async def excerpts(self, request: Request) -> Response:
         ids = request.query_params.get("ids", "").split(",")
-        return await self._read(request, views.excerpts_doc, ids)
+        return await self._read(request, excerpts_doc, ids)
 
     async def node(self, request: Request) -> Response:
         node = request.query_params.get("id", "")
-        return await self._read(request, views.node_doc, node)
+        return await self._read(request, node_doc, node)
 
     async def artifact(self, request: Request) -> Response:
         try:
             sid = _sid(request)
             found = await run_in_threadpool(
-                views.artifact_preview, self.rt, sid, request.query_params.get("id", "")
+                artifact_preview, self.rt, sid, request.query_params.get("id", "")
             )
         except InvalidSessionId as e:
             return _error(400, str(e))
@@ -193,7 +197,7 @@ class Inspector:
             return _error(400, str(e))
 
         def page() -> dict[str, Any]:
-            return views.timeline_doc(
+            return timeline_doc(
                 self.rt,
                 sid,
                 after=after,
