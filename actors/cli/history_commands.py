@@ -22,6 +22,7 @@ import typer
 from actors.cli import ids
 from actors.cli.app import app
 from actors.cli.options import (
+    BaseUrl,
     Home,
     Json,
     Project,
@@ -29,9 +30,10 @@ from actors.cli.options import (
     open_session,
     resolve_node,
     resolve_run,
+    session_from,
     where_from,
 )
-from actors.cli.output import clipped, exit_with, print_json
+from actors.cli.output import clipped, exit_with, print_json, print_result
 from actors.cli.recipes import build_model, models_for_resume
 from actors.cli.usage_command import load_prices
 from actors.errors import UsageError
@@ -109,18 +111,15 @@ def fork(
     as_json: Json = False,
 ) -> None:
     """Create a session whose history is SESSION's path up to a node (its active one)."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         node = resolve_node(rt, sid, at) if at is not None else row.active_node_id
         if node is not None and rt.store.read_node(sid, node) is None:
             raise UnknownNode(f"session {sid} has no node {quoted(node)}")
         forked = rt.fork(sid, at=node, title=title)
     doc = {"session_id": forked.id, "parent_session_id": sid, "fork_from_node_id": node}
-    if as_json:
-        print_json(doc)
-    else:
-        print(f"session {forked.id}: forked from {sid} at {node or 'its root'}")
+    text = f"session {forked.id}: forked from {sid} at {node or 'its root'}"
+    print_result(doc, text, as_json=as_json)
 
 
 @app.command()
@@ -144,7 +143,7 @@ def rerun(
     prompt: Annotated[
         str | None, typer.Option("--prompt", metavar="FILE", help="the run's new prompt")
     ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    base_url: BaseUrl = None,
     title: Annotated[str | None, typer.Option("--title", help="the fork's title")] = None,
     home: Home = None,
     project: Project = None,

@@ -100,6 +100,11 @@ TeamOption = Annotated[
         show_default=False,
     ),
 ]
+ModelOverride = Annotated[
+    str | None,
+    typer.Option("--model", metavar="SPEC", help="override the model the session was created with"),
+]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", metavar="URL")]
 
 
 class Where(msgspec.Struct, frozen=True):
@@ -239,6 +244,15 @@ def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, Sessi
         yield rt, rt.store.read_session(ids.resolve_session(rt.store, sid))
     finally:
         rt.close()
+
+
+@contextmanager
+def session_from(
+    home: str | None, project: str | None, session_id: str
+) -> Iterator[tuple[Runtime, SessionRow]]:
+    """:func:`open_session` on the home ``--home`` and ``--project`` name (:func:`where_from`)."""
+    with open_session(where_from(home, project), session_id) as opened:
+        yield opened
 
 
 def resolve_run(rt: Runtime, sid: str, run: str) -> str:

@@ -21,15 +21,15 @@ from actors.cli.options import (
     Json,
     Project,
     SessionArg,
-    Where,
     home_exists,
     open_runtime,
     open_session,
     resolve_node,
     resolve_run,
+    session_from,
     where_from,
 )
-from actors.cli.output import print_json, print_json_stream, quoted
+from actors.cli.output import print_json, print_json_stream, print_result, quoted
 from actors.cli.pager import paged
 from actors.cli.show import ShowOptions, TreeView
 from actors.cli.timeline_rows import print_timeline, timeline_layout
@@ -103,8 +103,7 @@ def show(
     as_json: Json = False,
 ) -> None:
     """Show the node tree: chains flat, runs folded, the active path and node visible."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         run = resolve_run(rt, sid, run_id) if run_id is not None else None
         if not as_json:
@@ -209,7 +208,9 @@ def _print_events(
         )
 
 
-def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
+def print_tasks(rt: Runtime, row: SessionRow) -> None:
+    """Print the task DAG of each of the session's Task WALs and how each WAL reads."""
+    sid = row.session_id
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
@@ -227,12 +228,11 @@ def tasks(
     session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
 ) -> None:
     """Show the session's task DAG and the status of its Task WAL (read-only)."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         if as_json:
             print_json(tasks_doc(rt, row.session_id))
         else:
-            print_tasks(rt, where, row.session_id, row)
+            print_tasks(rt, row)
 
 
 @app.command("switch-node")
@@ -244,8 +244,7 @@ def switch_node(
     as_json: Json = False,
 ) -> None:
     """Make NODE the active node; the next run branches from there. Nothing is deleted."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         target = resolve_node(rt, sid, node)
         # Refused here, before the runtime takes (and writes) the session's owner lock.
@@ -255,10 +254,8 @@ def switch_node(
             row.root_agent_id,
         )
         previous = rt.switch_node(sid, target)
-    if as_json:
-        print_json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
-    else:
-        print(f"{sid}: active node {previous} → {target}")
+    doc = {"session_id": sid, "from_node_id": previous, "to_node_id": target}
+    print_result(doc, f"{sid}: active node {previous} → {target}", as_json=as_json)
 
 
 @app.command()

@@ -44,41 +44,27 @@ from projections.errors import UnknownNode
 
 STATIC: Final = Path(str(files("actors.ui") / "static"))
 
+#: The path of one session's endpoints.
+SESSION: Final = "/api/sessions/{sid}"
 #: Every JSON endpoint: (method, path, what it returns or does).
 ROUTES: Final = (
     ("GET", "/api/sessions", "the sessions list; ?q= filters by id prefix or title"),
-    ("GET", "/api/sessions/{sid}", "one session: status, runs, agents, waits, last seq"),
-    (
-        "GET",
-        "/api/sessions/{sid}/tree",
-        "the tree's shape: every node (no content), active path, forks",
-    ),
-    (
-        "GET",
-        "/api/sessions/{sid}/excerpts",
-        "?ids=A,B,…: one line and the kinds of each node shown",
-    ),
-    ("GET", "/api/sessions/{sid}/node", "one node in full (?id=NODE): blocks, artifacts"),
-    ("GET", "/api/sessions/{sid}/artifact", "an artifact's first 64 KiB as text (?id=)"),
-    (
-        "GET",
-        "/api/sessions/{sid}/timeline",
-        "a page of events: ?after=SEQ&limit=&agent=&type=&run=",
-    ),
-    ("GET", "/api/sessions/{sid}/dag", "the task DAG of each Task WAL, with statuses"),
-    ("GET", "/api/sessions/{sid}/usage", "tokens by model, role and phase"),
+    ("GET", SESSION, "one session: status, runs, agents, waits, last seq"),
+    ("GET", f"{SESSION}/tree", "the tree's shape: every node (no content), active path, forks"),
+    ("GET", f"{SESSION}/excerpts", "?ids=A,B,…: one line and the kinds of each node shown"),
+    ("GET", f"{SESSION}/node", "one node in full (?id=NODE): blocks, artifacts"),
+    ("GET", f"{SESSION}/artifact", "an artifact's first 64 KiB as text (?id=)"),
+    ("GET", f"{SESSION}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
+    ("GET", f"{SESSION}/dag", "the task DAG of each Task WAL, with statuses"),
+    ("GET", f"{SESSION}/usage", "tokens by model, role and phase"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
-    ("GET", "/api/sessions/{sid}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
-    (
-        "POST",
-        "/api/sessions/{sid}/decide",
-        "{call_id, decision: approve|deny|edit, reason, arguments}",
-    ),
-    ("POST", "/api/sessions/{sid}/answer", "{text}: answer the clarifying question"),
-    ("POST", "/api/sessions/{sid}/cancel", "{reason}: cancel the run in progress"),
-    ("POST", "/api/sessions/{sid}/switch", "{node_id}: move the active node"),
-    ("POST", "/api/sessions/{sid}/replay", "{}: replay against the recording; the report"),
-    ("POST", "/api/sessions/{sid}/resume", "{}: continue a waiting/interrupted run (resumer)"),
+    ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
+    ("POST", f"{SESSION}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
+    ("POST", f"{SESSION}/answer", "{text}: answer the clarifying question"),
+    ("POST", f"{SESSION}/cancel", "{reason}: cancel the run in progress"),
+    ("POST", f"{SESSION}/switch", "{node_id}: move the active node"),
+    ("POST", f"{SESSION}/replay", "{}: replay against the recording; the report"),
+    ("POST", f"{SESSION}/resume", "{}: continue a waiting/interrupted run (resumer)"),
     ("GET", "/api/openapi.json", "this list as an OpenAPI 3.1 document"),
 )
 
@@ -231,9 +217,6 @@ class Inspector:
 
         return endpoint
 
-    async def sessions_stream(self, request: Request) -> Response:
-        return self.live.sessions_stream(request)
-
     async def session_stream(self, request: Request) -> Response:
         try:
             sid = _sid(request)
@@ -267,11 +250,11 @@ def create_app(
     live = Live(rt)
     ui = Inspector(rt, Actions(rt, resumer), live, csrf or new_token())
     a = ui.actions
-    s = "/api/sessions/{sid}"
+    s = SESSION
     routes = [
         Route("/", ui.index),
         Route("/api/sessions", ui.sessions),
-        Route("/api/stream", ui.sessions_stream),
+        Route("/api/stream", live.sessions_stream),
         Route("/api/openapi.json", ui.spec),
         Route(s, ui.session),
         Route(f"{s}/tree", ui.tree),
