@@ -117,12 +117,9 @@ def _replay_all(
     if not home_exists(where):  # a read never creates a home
         every_session(None, where, "replay", allow_empty=allow_empty)
         return []
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         sids = every_session(rt, where, "replay", allow_empty=allow_empty)
         return [_replay_one(rt, sid, team_file, show=False, live=live) for sid in sids]
-    finally:
-        rt.close()
 
 
 def _replay_one(
@@ -177,13 +174,10 @@ def verify(
         with open_session(where, session) as (rt, row):
             report = rt.verify(row.session_id)
     elif home_exists(where):
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             every_session(rt, where, "verify", allow_empty=allow_empty)
             with render.progress_bar(show, "verifying sessions") as progress:
                 report = rt.verify(progress=progress)
-        finally:
-            rt.close()
     else:  # a read never creates a home: nothing to verify
         every_session(None, where, "verify", allow_empty=allow_empty)
         report = VerifyReport(ok=True, sessions=[])

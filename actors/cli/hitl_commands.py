@@ -52,11 +52,8 @@ def pending(
         with open_session(where, session) as (rt, row):
             states = rt.waiting(row.session_id)
     elif home_exists(where):
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             states = rt.waiting()
-        finally:
-            rt.close()
     if as_json:
         print_json({"waiting": [_state_json(s) for s in states]})
         return

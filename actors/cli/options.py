@@ -239,11 +239,8 @@ def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, Sessi
     sid = validate_session_id(session_id)
     if not home_exists(where):
         raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         yield rt, rt.store.read_session(ids.resolve_session(rt.store, sid))
-    finally:
-        rt.close()
 
 
 @contextmanager

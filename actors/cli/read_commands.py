@@ -52,14 +52,11 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             infos = rt.sessions()
             scenarios = {
                 r.session_id: str(r.metadata.get("scenario", "")) for r in rt.store.list_sessions()
             }
-        finally:
-            rt.close()
     if as_json:
         print_json(session_infos_doc(infos, scenarios))
         return

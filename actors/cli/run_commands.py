@@ -72,8 +72,7 @@ def demo(
     out = render.make_console()
     # The shipped team file: the default team over the demo's tools (same events as ever).
     team = _team(str(DEMO_TEAM), demo_tools(where.project), base_url=None)
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         recipe = ModelRecipe(scenario="demo", workers=workers)
         session = rt.new_session(metadata=msgspec.to_builtins(recipe))
         if not as_json:
@@ -102,8 +101,6 @@ def demo(
         out.print(
             f"next: clew show {session.id} · clew timeline {session.id} · clew replay {session.id}"
         )
-    finally:
-        rt.close()
     exit_with(0 if ok else 1)
 
 

@@ -7,8 +7,6 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
 from typing import Annotated, Any
 
@@ -76,16 +74,6 @@ def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
     return rt
 
 
-@contextmanager
-def _queue_of(where: Where, coordination: str | None) -> Iterator[Runtime]:
-    """Open the home with its run queue for one request (``submit``, ``queue``)."""
-    rt = _open(where, coordination, DEFAULT_LEASE_TTL_S)
-    try:
-        yield rt
-    finally:
-        rt.close()
-
-
 def _row_json(row: QueuedRun) -> dict[str, Any]:
     doc: dict[str, Any] = msgspec.to_builtins(row)
     return doc
@@ -120,7 +108,7 @@ def submit(
             utf8_text(what, value)
     if tools is None and model == "demo":
         tools = "demo"  # the demo scenario calls its two tools
-    with _queue_of(where, coordination) as rt:
+    with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         sid = None
         if session is not None:
             if not home_exists(where):
@@ -140,7 +128,7 @@ def queue(
 ) -> None:
     """List the queued runs: id, status, outcome, attempts, session, owner."""
     where = where_from(home, project)
-    with _queue_of(where, coordination) as rt:
+    with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         rows = rt.queue(limit)
     if as_json:
         print_json({"runs": [_row_json(r) for r in rows]})
