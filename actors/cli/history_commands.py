@@ -28,8 +28,6 @@ from actors.cli.options import (
     Project,
     SessionArg,
     open_session,
-    resolve_node,
-    resolve_run,
     session_from,
     where_from,
 )
@@ -113,7 +111,7 @@ def fork(
     """Create a session whose history is SESSION's path up to a node (its active one)."""
     with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        node = resolve_node(rt, sid, at) if at is not None else row.active_node_id
+        node = ids.resolve_node(rt.store, sid, at) if at is not None else row.active_node_id
         if node is not None and rt.store.read_node(sid, node) is None:
             raise UnknownNode(f"session {sid} has no node {quoted(node)}")
         forked = rt.fork(sid, at=node, title=title)
@@ -161,7 +159,7 @@ def rerun(
     models = {role: build_model(s, env=os.environ, base_url=base_url) for role, s in specs.items()}
     with open_session(where, session) as (rt, row):
         sid = row.session_id
-        run_id = resolve_run(rt, sid, run) if run is not None else None
+        run_id = ids.resolve_run(rt.store, sid, run) if run is not None else None
         chain, tools = _recipe(rt, row, base_url)
         report = rt.rerun(
             sid,
@@ -250,7 +248,7 @@ def _sides(
             side_of(rt.store, sid, row.active_node_id, table),
             side_of(rt.store, row_b.session_id, row_b.active_node_id, table),
         )
-    ends = [resolve_node(rt, sid, n) for n in (other, node_b)]
+    ends = [ids.resolve_node(rt.store, sid, n) for n in (other, node_b)]
     for n in ends:
         if rt.store.read_node(sid, n) is None:
             raise UnknownNode(f"session {sid} has no node {quoted(n)}")

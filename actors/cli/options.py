@@ -250,18 +250,3 @@ def session_from(
     """:func:`open_session` on the home ``--home`` and ``--project`` name (:func:`where_from`)."""
     with open_session(where_from(home, project), session_id) as opened:
         yield opened
-
-
-def resolve_run(rt: Runtime, sid: str, run: str) -> str:
-    """Accept a full run id, one relative to the session (``brain:r1``) or a unique prefix.
-
-    Raises:
-        UsageError: the session has no such run (``AmbiguousId``: several match).
-    """
-    return ids.resolve_run(rt.store, sid, run)
-
-
-def resolve_node(rt: Runtime, sid: str, node: str) -> str:
-    """Accept a full node id, one relative to the session (``brain:r1:n2``) or a unique
-    prefix; an unknown one is returned as typed (the command refuses it)."""
-    return ids.resolve_node(rt.store, sid, node)

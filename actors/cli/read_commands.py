@@ -24,8 +24,6 @@ from actors.cli.options import (
     home_exists,
     open_runtime,
     open_session,
-    resolve_node,
-    resolve_run,
     session_from,
     where_from,
 )
@@ -102,7 +100,7 @@ def show(
     """Show the node tree: chains flat, runs folded, the active path and node visible."""
     with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        run = resolve_run(rt, sid, run_id) if run_id is not None else None
+        run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         if not as_json:
             print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
@@ -148,7 +146,7 @@ def timeline(
         raise UsageError("give --json (one document) or --jsonl (JSON lines), not both")
     with open_session(where, session) as (rt, row):
         sid = row.session_id
-        run = resolve_run(rt, sid, run_id) if run_id is not None else None
+        run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         who = ids.resolve_agent(rt.store, sid, agent) if agent is not None else None
         wanted = set(types) if types else None
         # Streamed from one cursor: the first rows print at once, memory stays flat.
@@ -243,7 +241,7 @@ def switch_node(
     """Make NODE the active node; the next run branches from there. Nothing is deleted."""
     with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        target = resolve_node(rt, sid, node)
+        target = ids.resolve_node(rt.store, sid, node)
         # Refused here, before the runtime takes (and writes) the session's owner lock.
         check_branch_target(
             NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id),
