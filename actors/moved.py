@@ -45,6 +45,8 @@ MOVED: dict[str, str] = {
     "actors.runtime.resume": "actors.runtime.recovery",  # since 0.2.0
     "actors.runtime.served": "actors.runtime.branching",  # since 0.2.0
     "actors.runtime.verify": "actors.runtime.upkeep",  # since 0.2.0
+    # the summaries both front ends print moved to the read model (issue 30)
+    "actors.cli.summaries": "actors.documents.summaries",  # since 0.2.0
 }
 
 

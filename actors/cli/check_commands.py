@@ -20,7 +20,7 @@ from actors.cli.options import (
     open_session,
     where_from,
 )
-from actors.cli.output import exit_with, print_json, stderr_is_tty
+from actors.cli.output import exit_with, print_json, print_result, stderr_is_tty
 from actors.cli.recipes import replay_tools
 from actors.cli.team_file import load_team
 from actors.errors import UsageError
@@ -30,6 +30,11 @@ from actors.replay.report import ReplayReport
 from actors.runtime.runtime import Runtime
 from actors.runtime.upkeep import VerifyReport
 
+#: The session a check reads; without one, ``--all`` names every session of the home.
+OneSession = Annotated[
+    str | None,
+    typer.Argument(metavar="[SESSION]", autocompletion=ids.complete_session, show_default=False),
+]
 AllOption = Annotated[bool, typer.Option("--all", help="every session of the home")]
 LiveTools = Annotated[
     bool,
@@ -69,12 +74,7 @@ def every_session(rt: Runtime | None, where: Where, what: str, *, allow_empty: b
 
 @app.command()
 def replay(
-    session: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[SESSION]", autocompletion=ids.complete_session, show_default=False
-        ),
-    ] = None,
+    session: OneSession = None,
     all_: AllOption = False,
     allow_empty: AllowEmpty = False,
     team_file: TeamOption = None,
@@ -94,10 +94,7 @@ def replay(
     if session is not None:
         with open_session(where, session) as (rt, row):
             report = _replay_one(rt, row.session_id, team_file, show=not as_json, live=live_tools)
-        if as_json:
-            print_json(report.to_json())
-        else:
-            print("\n".join(render.replay_lines(report)))
+        print_result(report.to_json(), "\n".join(render.replay_lines(report)), as_json=as_json)
         exit_with(0 if report.identical else 1)
         return
     reports = _replay_all(where, team_file, allow_empty=allow_empty, live=live_tools)
@@ -120,12 +117,9 @@ def _replay_all(
     if not home_exists(where):  # a read never creates a home
         every_session(None, where, "replay", allow_empty=allow_empty)
         return []
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         sids = every_session(rt, where, "replay", allow_empty=allow_empty)
         return [_replay_one(rt, sid, team_file, show=False, live=live) for sid in sids]
-    finally:
-        rt.close()
 
 
 def _replay_one(
@@ -165,12 +159,7 @@ def _live_tools(rt: Runtime, sid: str) -> dict[str, Tool]:
 
 @app.command()
 def verify(
-    session: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[SESSION]", autocompletion=ids.complete_session, show_default=False
-        ),
-    ] = None,
+    session: OneSession = None,
     all_: AllOption = False,
     allow_empty: AllowEmpty = False,
     home: Home = None,
@@ -185,13 +174,10 @@ def verify(
         with open_session(where, session) as (rt, row):
             report = rt.verify(row.session_id)
     elif home_exists(where):
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             every_session(rt, where, "verify", allow_empty=allow_empty)
             with render.progress_bar(show, "verifying sessions") as progress:
                 report = rt.verify(progress=progress)
-        finally:
-            rt.close()
     else:  # a read never creates a home: nothing to verify
         every_session(None, where, "verify", allow_empty=allow_empty)
         report = VerifyReport(ok=True, sessions=[])

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from actors.cli.app import app
-from actors.cli.options import Home, Json, Project, SessionArg, open_session, where_from
-from actors.cli.output import print_json
+from actors.cli.options import Home, Json, Project, SessionArg, session_from
+from actors.cli.output import print_result
 from actors.errors import UsageError
 from eventlog.store import SessionDeletion
 
@@ -49,17 +49,13 @@ def delete(
     as_json: Json = False,
 ) -> None:
     """Delete SESSION for good: its events, artifacts, Task WALs and locks (audited)."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         if not _confirmed(sid, yes):
             print(f"{sid}: not deleted", file=sys.stderr)
             raise typer.Exit(1)
         deletion = rt.delete_session(sid, force=force)
-    if as_json:
-        print_json({"deleted": True, **_as_dict(deletion)})
-    else:
-        print(_summary(deletion))
+    print_result({"deleted": True, **_as_dict(deletion)}, _summary(deletion), as_json=as_json)
 
 
 def _as_dict(d: SessionDeletion) -> dict[str, object]:

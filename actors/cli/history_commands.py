@@ -22,16 +22,16 @@ import typer
 from actors.cli import ids
 from actors.cli.app import app
 from actors.cli.options import (
+    BaseUrl,
     Home,
     Json,
     Project,
     SessionArg,
     open_session,
-    resolve_node,
-    resolve_run,
+    session_from,
     where_from,
 )
-from actors.cli.output import clipped, exit_with, print_json
+from actors.cli.output import clipped, exit_with, print_json, print_result
 from actors.cli.recipes import build_model, models_for_resume
 from actors.cli.usage_command import load_prices
 from actors.errors import UsageError
@@ -109,18 +109,15 @@ def fork(
     as_json: Json = False,
 ) -> None:
     """Create a session whose history is SESSION's path up to a node (its active one)."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        node = resolve_node(rt, sid, at) if at is not None else row.active_node_id
+        node = ids.resolve_node(rt.store, sid, at) if at is not None else row.active_node_id
         if node is not None and rt.store.read_node(sid, node) is None:
             raise UnknownNode(f"session {sid} has no node {quoted(node)}")
         forked = rt.fork(sid, at=node, title=title)
     doc = {"session_id": forked.id, "parent_session_id": sid, "fork_from_node_id": node}
-    if as_json:
-        print_json(doc)
-    else:
-        print(f"session {forked.id}: forked from {sid} at {node or 'its root'}")
+    text = f"session {forked.id}: forked from {sid} at {node or 'its root'}"
+    print_result(doc, text, as_json=as_json)
 
 
 @app.command()
@@ -144,7 +141,7 @@ def rerun(
     prompt: Annotated[
         str | None, typer.Option("--prompt", metavar="FILE", help="the run's new prompt")
     ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    base_url: BaseUrl = None,
     title: Annotated[str | None, typer.Option("--title", help="the fork's title")] = None,
     home: Home = None,
     project: Project = None,
@@ -162,7 +159,7 @@ def rerun(
     models = {role: build_model(s, env=os.environ, base_url=base_url) for role, s in specs.items()}
     with open_session(where, session) as (rt, row):
         sid = row.session_id
-        run_id = resolve_run(rt, sid, run) if run is not None else None
+        run_id = ids.resolve_run(rt.store, sid, run) if run is not None else None
         chain, tools = _recipe(rt, row, base_url)
         report = rt.rerun(
             sid,
@@ -251,7 +248,7 @@ def _sides(
             side_of(rt.store, sid, row.active_node_id, table),
             side_of(rt.store, row_b.session_id, row_b.active_node_id, table),
         )
-    ends = [resolve_node(rt, sid, n) for n in (other, node_b)]
+    ends = [ids.resolve_node(rt.store, sid, n) for n in (other, node_b)]
     for n in ends:
         if rt.store.read_node(sid, n) is None:
             raise UnknownNode(f"session {sid} has no node {quoted(n)}")

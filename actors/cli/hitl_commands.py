@@ -18,9 +18,10 @@ from actors.cli.options import (
     home_exists,
     open_runtime,
     open_session,
+    session_from,
     where_from,
 )
-from actors.cli.output import print_json
+from actors.cli.output import print_json, print_result
 from actors.errors import UsageError
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit
 from actors.runtime.runtime import Runtime
@@ -51,11 +52,8 @@ def pending(
         with open_session(where, session) as (rt, row):
             states = rt.waiting(row.session_id)
     elif home_exists(where):
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             states = rt.waiting()
-        finally:
-            rt.close()
     if as_json:
         print_json({"waiting": [_state_json(s) for s in states]})
         return
@@ -73,17 +71,14 @@ def pending(
 def _decide(
     session: str, call: str, decision: Decision, home: str | None, project: str | None, js: bool
 ) -> None:
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         rt.decide(sid, call, decision)
         left = _left(rt, sid)
     doc = {"session_id": sid, "tool_call_id": call, "decision": msgspec.to_builtins(decision)}
-    if js:
-        print_json({**doc, "still_pending": left})
-    else:
-        then = f"{len(left)} still pending" if left else f"resume it: clew resume {sid}"
-        print(f"{sid}: {call} {type(decision).__name__.lower()}d; {then}")
+    then = f"{len(left)} still pending" if left else f"resume it: clew resume {sid}"
+    text = f"{sid}: {call} {type(decision).__name__.lower()}d; {then}"
+    print_result({**doc, "still_pending": left}, text, as_json=js)
 
 
 def _left(rt: Runtime, sid: str) -> list[str]:
@@ -139,11 +134,8 @@ def answer(
     as_json: Json = False,
 ) -> None:
     """Answer the clarifying question SESSION waits on; then clew resume continues it."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         rt.answer(sid, text)
-    if as_json:
-        print_json({"session_id": sid, "answered": True})
-    else:
-        print(f"{sid}: answered; resume it: clew resume {sid}")
+    doc = {"session_id": sid, "answered": True}
+    print_result(doc, f"{sid}: answered; resume it: clew resume {sid}", as_json=as_json)

@@ -94,10 +94,7 @@ def resolve_run(store: EventStore, sid: str, typed: str) -> str:
     Raises:
         UsageError: no run matches (``AmbiguousId``: several do).
     """
-    found = pick("run", typed, [r.run_id for r in store.read_runs(sid)], session_id=sid)
-    if found is None:
-        raise UsageError(f"session {sid} has no run {quoted(typed)}")
-    return found
+    return _one_of(sid, "run", typed, [r.run_id for r in store.read_runs(sid)])
 
 
 def resolve_agent(store: EventStore, sid: str, typed: str) -> str:
@@ -106,9 +103,14 @@ def resolve_agent(store: EventStore, sid: str, typed: str) -> str:
     Raises:
         UsageError: no agent matches (``AmbiguousId``: several do).
     """
-    found = pick("agent", typed, [a.agent_id for a in store.read_agents(sid)], session_id=sid)
+    return _one_of(sid, "agent", typed, [a.agent_id for a in store.read_agents(sid)])
+
+
+def _one_of(sid: str, kind: str, typed: str, ids: list[str]) -> str:
+    """Return the one of the session's ``ids`` that ``typed`` names, or refuse."""
+    found = pick(kind, typed, ids, session_id=sid)
     if found is None:
-        raise UsageError(f"session {sid} has no agent {quoted(typed)}")
+        raise UsageError(f"session {sid} has no {kind} {quoted(typed)}")
     return found
 
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Annotated
 
 import typer
 
 from actors.cli.app import app
-from actors.cli.options import Home, Json, Project, SessionArg, open_session, where_from
-from actors.cli.output import print_json
+from actors.cli.options import Home, Json, Project, SessionArg, session_from
+from actors.cli.output import print_result
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 from eventlog.ids import is_main_run
@@ -39,22 +38,18 @@ def cancel(
     it as cancelled; a run left interrupted by a crash is recorded as cancelled at once."""
     if not reason.strip():
         raise UsageError("the --reason is empty")
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         report = rt.cancel(sid, reason)
         status: str = report.status
         if status == "requested":
             status = _wait_for_end(rt, sid, report.run_id, wait)
     doc = {"session_id": sid, "run_id": report.run_id, "status": status, "reason": reason}
-    if as_json:
-        print_json(doc)
-    else:
-        what = {
-            "cancelled": "cancelled",
-            "requested": f"cancel requested; the run had not ended after {wait:g} s",
-        }.get(status, f"the run ended {status} before the cancel took effect")
-        print(f"{sid}: {what}", file=sys.stdout)
+    what = {
+        "cancelled": "cancelled",
+        "requested": f"cancel requested; the run had not ended after {wait:g} s",
+    }.get(status, f"the run ended {status} before the cancel took effect")
+    print_result(doc, f"{sid}: {what}", as_json=as_json)
     if status not in ("cancelled", "requested"):
         raise typer.Exit(1)
 

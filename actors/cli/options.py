@@ -100,6 +100,11 @@ TeamOption = Annotated[
         show_default=False,
     ),
 ]
+ModelOverride = Annotated[
+    str | None,
+    typer.Option("--model", metavar="SPEC", help="override the model the session was created with"),
+]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", metavar="URL")]
 
 
 class Where(msgspec.Struct, frozen=True):
@@ -234,23 +239,14 @@ def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, Sessi
     sid = validate_session_id(session_id)
     if not home_exists(where):
         raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         yield rt, rt.store.read_session(ids.resolve_session(rt.store, sid))
-    finally:
-        rt.close()
 
 
-def resolve_run(rt: Runtime, sid: str, run: str) -> str:
-    """Accept a full run id, one relative to the session (``brain:r1``) or a unique prefix.
-
-    Raises:
-        UsageError: the session has no such run (``AmbiguousId``: several match).
-    """
-    return ids.resolve_run(rt.store, sid, run)
-
-
-def resolve_node(rt: Runtime, sid: str, node: str) -> str:
-    """Accept a full node id, one relative to the session (``brain:r1:n2``) or a unique
-    prefix; an unknown one is returned as typed (the command refuses it)."""
-    return ids.resolve_node(rt.store, sid, node)
+@contextmanager
+def session_from(
+    home: str | None, project: str | None, session_id: str
+) -> Iterator[tuple[Runtime, SessionRow]]:
+    """:func:`open_session` on the home ``--home`` and ``--project`` name (:func:`where_from`)."""
+    with open_session(where_from(home, project), session_id) as opened:
+        yield opened

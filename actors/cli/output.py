@@ -36,6 +36,7 @@ __all__ = [
     "one_line",
     "print_json",
     "print_json_stream",
+    "print_result",
     "quoted",
     "stderr_is_tty",
     "usage_error",
@@ -46,6 +47,14 @@ __all__ = [
 def print_json(doc: Any) -> None:
     sys.stdout.write(json.dumps(doc, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def print_result(doc: Any, text: str, *, as_json: bool) -> None:
+    """Print a command's result: ``doc`` as JSON with ``--json``, else the line ``text``."""
+    if as_json:
+        print_json(doc)
+    else:
+        print(text)
 
 
 def print_json_stream(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:

@@ -16,28 +16,28 @@ import typer
 
 from actors.cli import ids, render
 from actors.cli.app import app
-from actors.cli.docs import event_row, tasks_doc, tree_doc
 from actors.cli.options import (
     Home,
     Json,
     Project,
     SessionArg,
-    Where,
     home_exists,
     open_runtime,
     open_session,
-    resolve_node,
-    resolve_run,
+    session_from,
     where_from,
 )
-from actors.cli.output import print_json, print_json_stream, quoted
+from actors.cli.output import print_json, print_json_stream, print_result, quoted
 from actors.cli.pager import paged
-from actors.cli.render import short
 from actors.cli.show import ShowOptions, TreeView
 from actors.cli.timeline_rows import print_timeline, timeline_layout
+from actors.documents.excerpts import excerpt
+from actors.documents.sessions import session_infos_doc
+from actors.documents.tasks import read_dags, tasks_doc
+from actors.documents.timeline import event_row
+from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
-from actors.tasks.inspect import inspect_wals
 from eventlog.events import EVENT_TYPES
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
@@ -50,21 +50,13 @@ def sessions(home: Home = None, project: Project = None, as_json: Json = False) 
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
-        rt = open_runtime(where)
-        try:
+        with open_runtime(where) as rt:
             infos = rt.sessions()
             scenarios = {
                 r.session_id: str(r.metadata.get("scenario", "")) for r in rt.store.list_sessions()
             }
-        finally:
-            rt.close()
     if as_json:
-        print_json(
-            [
-                {**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None}
-                for i in infos
-            ]
-        )
+        print_json(session_infos_doc(infos, scenarios))
         return
     render.make_console().print(render.sessions_table(infos, scenarios))
 
@@ -79,24 +71,10 @@ def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> Non
     if options.height is None and out.is_terminal and not options.expand_all:
         rows = max(3, out.size.height - len(header) - 2)  # 2: the prompt after the command
         options = msgspec.structs.replace(options, height=rows)
-    view = TreeView(sid, tree, lambda r: render.excerpt(r.content), options, fork_points(rt, row))
+    forks = {node: f"{by} forked here" for node, by in fork_points(rt, sid).items()}
+    view = TreeView(sid, tree, lambda r: excerpt(r.content), options, forks)
     for line in [*header, *(line.text for line in view.layout())]:
         out.print(line, no_wrap=True, overflow="ellipsis", crop=True)
-
-
-def fork_points(rt: Runtime, row: SessionRow) -> dict[str, str]:
-    """Return the session's nodes another agent or session was forked from, and by whom."""
-    sid = row.session_id
-    points = {
-        a.fork_from_node_id: f"agent {short(sid, a.agent_id)} forked here"
-        for a in rt.store.read_agents(sid)
-        if a.fork_from_node_id
-    }
-    for other in rt.store.list_sessions():
-        node = getattr(other, "fork_from_node_id", None) or other.metadata.get("fork_from_node_id")
-        if other.parent_session_id == sid and isinstance(node, str):
-            points[node] = f"session {other.session_id} forked here"
-    return points
 
 
 @app.command()
@@ -120,15 +98,14 @@ def show(
     as_json: Json = False,
 ) -> None:
     """Show the node tree: chains flat, runs folded, the active path and node visible."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        run = resolve_run(rt, sid, run_id) if run_id is not None else None
+        run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         if not as_json:
             print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
-        print_json(tree_doc(sid, tree, render.excerpt))
+        print_json(tree_doc(sid, tree))
 
 
 @app.command()
@@ -169,7 +146,7 @@ def timeline(
         raise UsageError("give --json (one document) or --jsonl (JSON lines), not both")
     with open_session(where, session) as (rt, row):
         sid = row.session_id
-        run = resolve_run(rt, sid, run_id) if run_id is not None else None
+        run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         who = ids.resolve_agent(rt.store, sid, agent) if agent is not None else None
         wanted = set(types) if types else None
         # Streamed from one cursor: the first rows print at once, memory stays flat.
@@ -226,11 +203,13 @@ def _print_events(
         )
 
 
-def print_tasks(rt: Runtime, where: Where, sid: str, row: SessionRow) -> None:
+def print_tasks(rt: Runtime, row: SessionRow) -> None:
+    """Print the task DAG of each of the session's Task WALs and how each WAL reads."""
+    sid = row.session_id
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
     project = rt.session_dir(sid)
-    wals = inspect_wals(project, sid, rt.wal_names(sid), wals=rt.task_wals(sid))
+    wals = read_dags(rt, sid, project)
     for w, tasks in wals:
         if tasks:
             out.print(render.tasks_table(sid, w, tasks))
@@ -244,12 +223,11 @@ def tasks(
     session: SessionArg, home: Home = None, project: Project = None, as_json: Json = False
 ) -> None:
     """Show the session's task DAG and the status of its Task WAL (read-only)."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         if as_json:
             print_json(tasks_doc(rt, row.session_id))
         else:
-            print_tasks(rt, where, row.session_id, row)
+            print_tasks(rt, row)
 
 
 @app.command("switch-node")
@@ -261,10 +239,9 @@ def switch_node(
     as_json: Json = False,
 ) -> None:
     """Make NODE the active node; the next run branches from there. Nothing is deleted."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
-        target = resolve_node(rt, sid, node)
+        target = ids.resolve_node(rt.store, sid, node)
         # Refused here, before the runtime takes (and writes) the session's owner lock.
         check_branch_target(
             NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id),
@@ -272,10 +249,8 @@ def switch_node(
             row.root_agent_id,
         )
         previous = rt.switch_node(sid, target)
-    if as_json:
-        print_json({"session_id": sid, "from_node_id": previous, "to_node_id": target})
-    else:
-        print(f"{sid}: active node {previous} → {target}")
+    doc = {"session_id": sid, "from_node_id": previous, "to_node_id": target}
+    print_result(doc, f"{sid}: active node {previous} → {target}", as_json=as_json)
 
 
 @app.command()

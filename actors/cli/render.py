@@ -1,13 +1,12 @@
 """rich output of the ``clew`` CLI: tables, the node tree, the task DAG, progress bars.
 
 Only the human (non ``--json``) output goes through here. Ids are shown relative to
-the session (``brain:r1:n2`` for ``sess_…:brain:r1:n2``) to keep lines short; ``--json``
-always carries the full ids.
+the session (``brain:r1:n2`` for ``sess_…:brain:r1:n2``, :mod:`actors.documents.excerpts`)
+to keep lines short; ``--json`` always carries the full ids.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,24 +16,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from actors.documents.excerpts import clip, short
 from actors.replay.divergence import ordered
 from actors.replay.report import ReplayReport
 from actors.runtime.status import SessionInfo
 from actors.tasks.changes import TaskWalReport
-from eventlog.blocks import (
-    ArtifactRefBlock,
-    ContentBlock,
-    JsonBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
-from eventlog.ids import relative, task_of
+from eventlog.ids import task_of
 from eventlog.records import SessionRow
 from projections.taskdag import Task
 from projections.tree import NodeTree
 
-EXCERPT = 72
 _STATUS_STYLE = {
     "completed": "green",
     "running": "yellow",
@@ -53,38 +44,6 @@ def make_console(*, stderr: bool = False) -> Console:
     return Console(
         stderr=stderr, highlight=False, emoji=False, width=None if tty else 200, soft_wrap=not tty
     )
-
-
-def short(sid: str, ident: str | None) -> str:
-    """Return ``ident`` without the session prefix."""
-    if ident is None:
-        return "-"
-    return relative(sid, ident)
-
-
-def clip(text: str, n: int = EXCERPT) -> str:
-    """Return ``text`` on one line, at most ``n`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def excerpt(content: Sequence[ContentBlock]) -> str:
-    """Return a one-line summary of a node's content blocks."""
-    parts: list[str] = []
-    for b in content:
-        match b:
-            case TextBlock(text=text):
-                parts.append(text)
-            case JsonBlock(data=data, summary=summary):
-                parts.append(summary or json.dumps(data, ensure_ascii=False, default=str))
-            case ToolCallBlock(name=name, arguments=arguments):
-                parts.append(f"→ {name}({json.dumps(arguments, ensure_ascii=False)})")
-            case ToolResultBlock(name=name, content=inner, is_error=is_error):
-                mark = "✗" if is_error else "←"
-                parts.append(f"{mark} {name}: {excerpt(list(inner))}")
-            case ArtifactRefBlock(artifact_id=aid, summary=summary):
-                parts.append(f"[artifact {aid}] {summary}")
-    return clip(" ".join(parts))
 
 
 # --- sessions ---------------------------------------------------------------------------

@@ -13,8 +13,10 @@ import typer
 from actors.cli import render
 from actors.cli.app import app
 from actors.cli.options import (
+    BaseUrl,
     Home,
     Json,
+    ModelOverride,
     Project,
     SessionArg,
     SessionOption,
@@ -47,6 +49,7 @@ from actors.runtime.session import Session
 from actors.runtime.start import check_prompt
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
+from eventlog.records import SessionRow
 
 
 def _print_now(line: str) -> None:
@@ -69,8 +72,7 @@ def demo(
     out = render.make_console()
     # The shipped team file: the default team over the demo's tools (same events as ever).
     team = _team(str(DEMO_TEAM), demo_tools(where.project), base_url=None)
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         recipe = ModelRecipe(scenario="demo", workers=workers)
         session = rt.new_session(metadata=msgspec.to_builtins(recipe))
         if not as_json:
@@ -94,13 +96,11 @@ def demo(
         out.print(f"status: {outcome.status}")
         out.print(f"answer: {outcome.answer or outcome.error or outcome.question}")
         print_tree(rt, session.id)
-        print_tasks(rt, where, session.id, rt.store.read_session(session.id))
+        print_tasks(rt, rt.store.read_session(session.id))
         out.print(f"replay check: {report.summary()}")
         out.print(
             f"next: clew show {session.id} · clew timeline {session.id} · clew replay {session.id}"
         )
-    finally:
-        rt.close()
     exit_with(0 if ok else 1)
 
 
@@ -188,6 +188,31 @@ def _session(rt: Runtime, sid: str | None, recipe: ModelRecipe) -> Session:
     if sid is not None:
         return rt.session(sid)
     return rt.new_session(metadata=msgspec.to_builtins(recipe))
+
+
+def going_on_with(
+    rt: Runtime,
+    row: SessionRow,
+    *,
+    model: str | None,
+    base_url: str | None,
+    team_file: str | None,
+    slow: int | None = None,
+) -> tuple[list[Model], list[Tool], Team | None]:
+    """Return the models, tools and team a session goes on with (``resume``, ``retry``):
+    those it was created with, or ``--model`` / ``--team`` instead where given."""
+    models, tools = models_for_resume(
+        row,
+        env=os.environ,
+        project_dir=rt.session_dir(row.session_id),
+        slow_ms=slow,
+        override=[model] if model else [],
+        base_url=base_url,
+    )
+    recipe = recipe_of(row)
+    chosen = team_file or (recipe.team if recipe is not None else None)
+    team = _team(chosen, tools, base_url) if chosen is not None else None
+    return models, tools, team
 
 
 def _team(path: str, tools: list[Tool], base_url: str | None) -> Team:
@@ -285,13 +310,8 @@ def resume(
         int | None,
         typer.Option(metavar="MS", min=0, max=MAX_DELAY_MS, help="delay per scripted model call"),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", metavar="SPEC", help="override the model the session was created with"
-        ),
-    ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    model: ModelOverride = None,
+    base_url: BaseUrl = None,
     team_file: TeamOption = None,
     home: Home = None,
     project: Project = None,
@@ -307,17 +327,9 @@ def resume(
             if rt.is_owned(sid):
                 raise SessionBusy(f"session {sid} is in use by another process")
             raise UsageError(f"session {sid} has no interrupted run; nothing to resume")
-        models, tools = models_for_resume(
-            row,
-            env=os.environ,
-            project_dir=rt.session_dir(sid),
-            slow_ms=slow,
-            override=[model] if model else [],
-            base_url=base_url,
+        models, tools, team = going_on_with(
+            rt, row, model=model, base_url=base_url, team_file=team_file, slow=slow
         )
-        recipe = recipe_of(row)
-        chosen = team_file or (recipe.team if recipe is not None else None)
-        team = _team(chosen, tools, base_url) if chosen is not None else None
         outcome = _resume(rt, sid, models, tools, team, from_divergence)
     if as_json:
         print_json(outcome_json(outcome))

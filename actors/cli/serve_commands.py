@@ -16,7 +16,7 @@ import typer
 from actors.cli.app import app
 from actors.cli.ids import resolve_session
 from actors.cli.options import Home, Json, Project, Where, home_exists, where_from
-from actors.cli.output import print_json, utf8_text
+from actors.cli.output import print_json, print_result, utf8_text
 from actors.errors import UsageError
 from actors.runtime.coord.location import is_database_url
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, QueuedRun
@@ -108,20 +108,14 @@ def submit(
             utf8_text(what, value)
     if tools is None and model == "demo":
         tools = "demo"  # the demo scenario calls its two tools
-    rt = _open(where, coordination, DEFAULT_LEASE_TTL_S)
-    try:
+    with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         sid = None
         if session is not None:
             if not home_exists(where):
                 raise UsageError(f"unknown session {session}: {where.home} holds no sessions")
             sid = resolve_session(rt.store, validate_session_id(session))
         row = rt.submit(prompt, model=model, tools=tools, team=team, session=sid)
-    finally:
-        rt.close()
-    if as_json:
-        print_json(_row_json(row))
-    else:
-        print(row.id)
+    print_result(_row_json(row), str(row.id), as_json=as_json)
 
 
 @app.command()
@@ -134,11 +128,8 @@ def queue(
 ) -> None:
     """List the queued runs: id, status, outcome, attempts, session, owner."""
     where = where_from(home, project)
-    rt = _open(where, coordination, DEFAULT_LEASE_TTL_S)
-    try:
+    with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         rows = rt.queue(limit)
-    finally:
-        rt.close()
     if as_json:
         print_json({"runs": [_row_json(r) for r in rows]})
         return

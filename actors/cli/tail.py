@@ -18,11 +18,11 @@ import msgspec
 import typer
 
 from actors.cli.app import app
-from actors.cli.docs import event_row
-from actors.cli.options import Home, Project, SessionArg, open_session, where_from
+from actors.cli.options import Home, Project, SessionArg, session_from
 from actors.cli.output import on_interrupt
-from actors.cli.render import clip, short
-from actors.cli.summaries import summarise
+from actors.documents.excerpts import clip, short
+from actors.documents.summaries import summarise
+from actors.documents.timeline import event_row
 from eventlog.events import EVENT_TYPES, AgentCreated
 from eventlog.ids import task_of
 from eventlog.records import StoredEvent
@@ -112,8 +112,7 @@ def tail(
     as_json: JsonLines = False,
 ) -> None:
     """Print the session's events, one line each; with --follow, as they land."""
-    where = where_from(home, project)
-    with open_session(where, session) as (rt, row):
+    with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         live = follow or until_done
         events = rt.follow(

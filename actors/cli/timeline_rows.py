@@ -3,7 +3,7 @@
 Each row says what a person looks for in it — the role and model of a model call, its
 tokens and how long it took, the tool a call ran and its duration, the node appended,
 the status a run ended with — instead of an opaque ``call_17e6cfd497_0``: the summary
-``clew tail`` prints (:mod:`actors.cli.summaries`), plus what needs the rows before. Durations
+``clew tail`` prints (:mod:`actors.documents.summaries`), plus what needs the rows before. Durations
 are differences of recorded timestamps (a request and its reply, a tool call's start
 and end, a run's start and end), so a replayed session shows the same ones. They
 need the start: a row whose start lies before ``--since`` shows none.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, NamedTuple
 
-from actors.cli.summaries import summarise
+from actors.documents.summaries import summarise
 from eventlog.events import (
     EVENT_TYPES,
     ModelFailed,

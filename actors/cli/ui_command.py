@@ -113,8 +113,7 @@ def ui(
         raise UsageError(f"{where.home} holds no sessions (clew demo makes one)")
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
-    rt = open_runtime(where)
-    try:
+    with open_runtime(where) as rt:
         server = _server(rt, host, port, token, where.read_only)
         print(f"clew ui: serving {where.home} at {server.url}", flush=True)
         if token is not None:
@@ -122,5 +121,3 @@ def ui(
         print("Ctrl-C stops it", flush=True)
         server.run()
         print("clew ui: stopped", flush=True)
-    finally:
-        rt.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,29 +29,12 @@ from actors.cli import render
 from actors.cli.app import app
 from actors.cli.options import Home, Json, Project, SessionArg, open_session, where_from
 from actors.cli.output import clipped, print_json
+from actors.documents.usage import BREAKDOWNS, usage_doc
 from actors.errors import UsageError
 from eventlog.regular_files import MIB
-from projections.costs import (
-    Cell,
-    Group,
-    Price,
-    by_model,
-    by_nothing,
-    by_phase,
-    by_role,
-    grouped,
-    price_of,
-    usage_cells,
-)
-from projections.usage import Totals
+from projections.costs import Price, usage_cells
 
 _FORBID = pydantic.ConfigDict(extra="forbid")
-#: The breakdowns, in the order they are shown: (JSON key, column title, grouping).
-BREAKDOWNS: tuple[tuple[str, str, Callable[[Cell], str]], ...] = (
-    ("by_model", "model", by_model),
-    ("by_role", "role", by_role),
-    ("by_phase", "phase", by_phase),
-)
 
 
 class PriceEntry(pydantic.BaseModel):
@@ -92,36 +74,6 @@ def load_prices(path: str) -> tuple[str, dict[str, Price]]:
         raise UsageError(f"the price list {where} is invalid at {field}: {first['msg']}") from e
     prices = {name: Price(**entry.model_dump()) for name, entry in parsed.models.items()}
     return parsed.currency, prices
-
-
-def _group_json(g: Group) -> dict[str, Any]:
-    t = g.totals
-    return {
-        "name": g.name,
-        "calls": t.calls,
-        "input_tokens": t.input_tokens,
-        "output_tokens": t.output_tokens,
-        "cache_read_tokens": t.cache_read_tokens,
-        "cache_write_tokens": t.cache_write_tokens,
-        "total_tokens": t.total_tokens,
-        "cost": None if g.cost is None else round(g.cost, 6),
-        "partial": g.partial,
-    }
-
-
-def usage_doc(
-    sid: str, cells: Mapping[Cell, Totals], currency: str, prices: Mapping[str, Price]
-) -> dict[str, Any]:
-    """Return ``clew usage --json``."""
-    total = grouped(cells, prices, by_nothing) or [Group(name="total")]
-    models = sorted({cell[0] for cell in cells})
-    return {
-        "session_id": sid,
-        "currency": currency if prices else None,
-        "total": _group_json(total[0]),
-        **{key: [_group_json(g) for g in grouped(cells, prices, by)] for key, _, by in BREAKDOWNS},
-        "unpriced_models": [m for m in models if price_of(prices, m) is None] if prices else [],
-    }
 
 
 def _table(title: str, column: str, groups: list[dict[str, Any]], currency: str | None) -> Table:

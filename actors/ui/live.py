@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from actors.documents.timeline import event_line
 from actors.runtime.runtime import Runtime
-from actors.ui.views import event_line
 
 #: Seconds between two polls of a session's events.
 SESSION_POLL_S: Final = 0.25
@@ -60,25 +60,39 @@ class Live:
             n += 1
             await asyncio.sleep(every)
 
+    async def _poll(
+        self, request: Request, every: float, look: Callable[[], str | None]
+    ) -> AsyncIterator[str]:
+        """Yield what ``look`` (run on a worker thread every ``every`` s) has to send, and a
+        keepalive comment after :data:`KEEPALIVE_S` of silence."""
+        quiet = 0.0
+        async for _ in self._ticks(request, every):
+            message = await run_in_threadpool(look)
+            if message is not None:
+                quiet = 0.0
+                yield message
+                continue
+            quiet += every
+            if quiet >= KEEPALIVE_S:
+                quiet = 0.0
+                yield ": keepalive\n\n"
+
     def session_stream(self, request: Request, sid: str, after: int) -> StreamingResponse:
         """``events``: the rows of the events committed after ``after``, as they land."""
+        since = after
 
-        def read(since: int) -> list[dict[str, Any]]:
-            return [event_line(sid, e) for e in self.rt.store.read_events(sid, since, BATCH)]
+        def look() -> str | None:
+            nonlocal since
+            rows = [event_line(sid, e) for e in self.rt.store.read_events(sid, since, BATCH)]
+            if not rows:
+                return None
+            since = rows[-1]["seq"]
+            return _message("events", rows)
 
         async def body() -> AsyncIterator[str]:
-            since, quiet = after, 0.0
-            yield _message("hello", {"session_id": sid, "after": since})
-            async for _ in self._ticks(request, SESSION_POLL_S):
-                rows = await run_in_threadpool(read, since)
-                if rows:
-                    since, quiet = rows[-1]["seq"], 0.0
-                    yield _message("events", rows)
-                    continue
-                quiet += SESSION_POLL_S
-                if quiet >= KEEPALIVE_S:
-                    quiet = 0.0
-                    yield ": keepalive\n\n"
+            yield _message("hello", {"session_id": sid, "after": after})
+            async for message in self._poll(request, SESSION_POLL_S, look):
+                yield message
 
         return self._response(body())
 
@@ -88,21 +102,16 @@ class Live:
             for row in self.rt.store.list_sessions()
         ]
 
-    def sessions_stream(self, request: Request) -> StreamingResponse:
+    async def sessions_stream(self, request: Request) -> StreamingResponse:
         """``sessions``: sent whenever a session is added, changes, or its owner goes."""
+        last: list[list[Any]] | None = None
 
-        async def body() -> AsyncIterator[str]:
-            last: list[list[Any]] | None = None
-            quiet = 0.0
-            async for _ in self._ticks(request, LIST_POLL_S):
-                now = await run_in_threadpool(self._fingerprint)
-                if now != last:
-                    last, quiet = now, 0.0
-                    yield _message("sessions", {"count": len(now)})
-                    continue
-                quiet += LIST_POLL_S
-                if quiet >= KEEPALIVE_S:
-                    quiet = 0.0
-                    yield ": keepalive\n\n"
+        def look() -> str | None:
+            nonlocal last
+            now = self._fingerprint()
+            if now == last:
+                return None
+            last = now
+            return _message("sessions", {"count": len(now)})
 
-        return self._response(body())
+        return self._response(self._poll(request, LIST_POLL_S, look))

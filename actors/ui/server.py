@@ -28,9 +28,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from actors.documents.sessions import session_doc, sessions_doc
+from actors.documents.tasks import dag_doc
+from actors.documents.timeline import timeline_doc
+from actors.documents.tree import artifact_preview, excerpts_doc, node_doc, tree_shape_doc
+from actors.documents.usage import UsageCache, tokens_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
-from actors.ui import views
 from actors.ui.actions import Actions, Resumer
 from actors.ui.guard import Guard, new_token
 from actors.ui.live import Live
@@ -40,41 +44,27 @@ from projections.errors import UnknownNode
 
 STATIC: Final = Path(str(files("actors.ui") / "static"))
 
+#: The path of one session's endpoints.
+SESSION: Final = "/api/sessions/{sid}"
 #: Every JSON endpoint: (method, path, what it returns or does).
 ROUTES: Final = (
     ("GET", "/api/sessions", "the sessions list; ?q= filters by id prefix or title"),
-    ("GET", "/api/sessions/{sid}", "one session: status, runs, agents, waits, last seq"),
-    (
-        "GET",
-        "/api/sessions/{sid}/tree",
-        "the tree's shape: every node (no content), active path, forks",
-    ),
-    (
-        "GET",
-        "/api/sessions/{sid}/excerpts",
-        "?ids=A,B,…: one line and the kinds of each node shown",
-    ),
-    ("GET", "/api/sessions/{sid}/node", "one node in full (?id=NODE): blocks, artifacts"),
-    ("GET", "/api/sessions/{sid}/artifact", "an artifact's first 64 KiB as text (?id=)"),
-    (
-        "GET",
-        "/api/sessions/{sid}/timeline",
-        "a page of events: ?after=SEQ&limit=&agent=&type=&run=",
-    ),
-    ("GET", "/api/sessions/{sid}/dag", "the task DAG of each Task WAL, with statuses"),
-    ("GET", "/api/sessions/{sid}/usage", "tokens by model, role and phase"),
+    ("GET", SESSION, "one session: status, runs, agents, waits, last seq"),
+    ("GET", f"{SESSION}/tree", "the tree's shape: every node (no content), active path, forks"),
+    ("GET", f"{SESSION}/excerpts", "?ids=A,B,…: one line and the kinds of each node shown"),
+    ("GET", f"{SESSION}/node", "one node in full (?id=NODE): blocks, artifacts"),
+    ("GET", f"{SESSION}/artifact", "an artifact's first 64 KiB as text (?id=)"),
+    ("GET", f"{SESSION}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
+    ("GET", f"{SESSION}/dag", "the task DAG of each Task WAL, with statuses"),
+    ("GET", f"{SESSION}/usage", "tokens by model, role and phase"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
-    ("GET", "/api/sessions/{sid}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
-    (
-        "POST",
-        "/api/sessions/{sid}/decide",
-        "{call_id, decision: approve|deny|edit, reason, arguments}",
-    ),
-    ("POST", "/api/sessions/{sid}/answer", "{text}: answer the clarifying question"),
-    ("POST", "/api/sessions/{sid}/cancel", "{reason}: cancel the run in progress"),
-    ("POST", "/api/sessions/{sid}/switch", "{node_id}: move the active node"),
-    ("POST", "/api/sessions/{sid}/replay", "{}: replay against the recording; the report"),
-    ("POST", "/api/sessions/{sid}/resume", "{}: continue a waiting/interrupted run (resumer)"),
+    ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
+    ("POST", f"{SESSION}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
+    ("POST", f"{SESSION}/answer", "{text}: answer the clarifying question"),
+    ("POST", f"{SESSION}/cancel", "{reason}: cancel the run in progress"),
+    ("POST", f"{SESSION}/switch", "{node_id}: move the active node"),
+    ("POST", f"{SESSION}/replay", "{}: replay against the recording; the report"),
+    ("POST", f"{SESSION}/resume", "{}: continue a waiting/interrupted run (resumer)"),
     ("GET", "/api/openapi.json", "this list as an OpenAPI 3.1 document"),
 )
 
@@ -140,40 +130,40 @@ class Inspector:
         self.actions = actions
         self.live = live
         self.csrf = csrf
-        self.usage_cache = views.UsageCache()
+        self.usage_cache = UsageCache()
 
     async def index(self, request: Request) -> Response:
         page = (STATIC / "index.html").read_text(encoding="utf-8")
         return HTMLResponse(page.replace("{{CSRF}}", self.csrf))
 
     async def sessions(self, request: Request) -> Response:
-        return await _call(views.sessions_doc, self.rt, request.query_params.get("q", ""))
+        return await _call(sessions_doc, self.rt, request.query_params.get("q", ""))
 
     async def session(self, request: Request) -> Response:
-        return await self._read(request, views.session_doc)
+        return await self._read(request, session_doc)
 
     async def tree(self, request: Request) -> Response:
-        return await self._read(request, views.tree_doc)
+        return await self._read(request, tree_shape_doc)
 
     async def dag(self, request: Request) -> Response:
-        return await self._read(request, views.dag_doc)
+        return await self._read(request, dag_doc)
 
     async def usage(self, request: Request) -> Response:
-        return await self._read(request, views.usage_doc, self.usage_cache)
+        return await self._read(request, tokens_doc, self.usage_cache)
 
     async def excerpts(self, request: Request) -> Response:
         ids = request.query_params.get("ids", "").split(",")
-        return await self._read(request, views.excerpts_doc, ids)
+        return await self._read(request, excerpts_doc, ids)
 
     async def node(self, request: Request) -> Response:
         node = request.query_params.get("id", "")
-        return await self._read(request, views.node_doc, node)
+        return await self._read(request, node_doc, node)
 
     async def artifact(self, request: Request) -> Response:
         try:
             sid = _sid(request)
             found = await run_in_threadpool(
-                views.artifact_preview, self.rt, sid, request.query_params.get("id", "")
+                artifact_preview, self.rt, sid, request.query_params.get("id", "")
             )
         except InvalidSessionId as e:
             return _error(400, str(e))
@@ -193,7 +183,7 @@ class Inspector:
             return _error(400, str(e))
 
         def page() -> dict[str, Any]:
-            return views.timeline_doc(
+            return timeline_doc(
                 self.rt,
                 sid,
                 after=after,
@@ -226,9 +216,6 @@ class Inspector:
             return await _call(fn, sid, body)
 
         return endpoint
-
-    async def sessions_stream(self, request: Request) -> Response:
-        return self.live.sessions_stream(request)
 
     async def session_stream(self, request: Request) -> Response:
         try:
@@ -263,11 +250,11 @@ def create_app(
     live = Live(rt)
     ui = Inspector(rt, Actions(rt, resumer), live, csrf or new_token())
     a = ui.actions
-    s = "/api/sessions/{sid}"
+    s = SESSION
     routes = [
         Route("/", ui.index),
         Route("/api/sessions", ui.sessions),
-        Route("/api/stream", ui.sessions_stream),
+        Route("/api/stream", live.sessions_stream),
         Route("/api/openapi.json", ui.spec),
         Route(s, ui.session),
         Route(f"{s}/tree", ui.tree),

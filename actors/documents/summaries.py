@@ -1,4 +1,5 @@
-"""One short human summary per event: what ``clew tail`` prints after the event type.
+"""One short human summary per event: what ``clew tail`` prints after the event type,
+the details cell of ``clew timeline`` and the summary of the inspector's timeline rows.
 
 The tool name and its arguments, the model and its tokens, a status, a goal: enough to
 follow a run by eye. Ids are relative to the session; text is cut to one short line.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors.cli.render import clip, excerpt, short
+from actors.documents.excerpts import clip, excerpt, short
 from actors.langgraph.linear import split_array
 from eventlog.events import (
     ActiveNodeSwitched,

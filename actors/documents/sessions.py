@@ -1,0 +1,102 @@
+"""The sessions list and a session's header: ``clew sessions --json``, the inspector's
+sessions list and the head of its session page.
+
+A session's status is derived once, by :func:`actors.runtime.status.session_info`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from actors.documents.excerpts import clip
+from actors.runtime.runtime import Runtime
+from actors.runtime.status import SessionInfo, session_info
+from eventlog.events import EVENT_TYPES
+from eventlog.ids import is_main_run, relative
+from eventlog.records import RunRow, SessionRow
+
+#: The longest title shown in the sessions list.
+TITLE_LEN: Final = 80
+
+
+def session_infos_doc(
+    infos: Sequence[SessionInfo], scenarios: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Return ``clew sessions --json``: each session's summary line and its scenario."""
+    return [
+        {**msgspec.to_builtins(i), "scenario": scenarios.get(i.session_id) or None} for i in infos
+    ]
+
+
+def _title(row: SessionRow, first_prompt: str | None) -> str:
+    title = row.metadata.get("title") if isinstance(row.metadata, dict) else None
+    return clip(title if isinstance(title, str) and title else (first_prompt or ""), TITLE_LEN)
+
+
+def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None) -> dict[str, Any]:
+    """Return one line of the sessions list: status, title, runs, tokens, last activity."""
+    sid = row.session_id
+    runs = rt.store.read_runs(sid) if runs is None else runs
+    info = session_info(row, runs, owned=rt.is_owned(sid), events=rt.store.count_events(sid))
+    mains = [r for r in runs if is_main_run(sid, r.agent_id)]
+    prompt = mains[0].metadata.get("raw_prompt") or mains[0].metadata.get("prompt") if mains else ""
+    tokens = 0
+    for r in runs:
+        usage = r.usage or {}
+        tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+    return {
+        "session_id": sid,
+        "status": info.status,
+        "title": _title(row, prompt if isinstance(prompt, str) else ""),
+        "runs": info.runs,
+        "all_runs": info.all_runs,
+        "events": info.events,
+        "tokens": tokens,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "parent_session_id": row.parent_session_id,
+    }
+
+
+def sessions_doc(rt: Runtime, query: str = "") -> dict[str, Any]:
+    """Return the sessions list (newest activity first), filtered by id prefix or title."""
+    q = query.strip().lower()
+    lines = [session_line(rt, row) for row in rt.store.list_sessions()]
+    if q:
+        lines = [
+            s for s in lines if s["session_id"].lower().startswith(q) or q in s["title"].lower()
+        ]
+    lines.sort(key=lambda s: s["updated_at"], reverse=True)
+    return {"sessions": lines}
+
+
+def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:
+    """Return the session's header: its line, runs, agents, facets of the timeline, waits."""
+    row = rt.store.read_session(sid)
+    runs = rt.store.read_runs(sid)
+    agents = rt.store.read_agents(sid)
+    line = session_line(rt, row, runs)
+    waits = rt.waiting(sid) if line["status"] == "waiting" else []
+    return {
+        **line,
+        "cwd": row.cwd,
+        "active_node_id": row.active_node_id,
+        "last_seq": line["events"],
+        "runs_list": [
+            {
+                "run_id": r.run_id,
+                "short": relative(sid, r.run_id),
+                "agent": relative(sid, r.agent_id),
+                "status": r.status,
+                "main": is_main_run(sid, r.agent_id),
+                "created_at": r.created_at,
+            }
+            for r in runs
+        ],
+        "agents": [{"agent_id": a.agent_id, "short": relative(sid, a.agent_id)} for a in agents],
+        "event_types": sorted(EVENT_TYPES),
+        "waiting": [msgspec.to_builtins(w) for w in waits],
+    }
