@@ -224,22 +224,6 @@ class TaskManager(pykka.ThreadingActor):
         """Return one task of ``name``."""
         return self._get(name).dag.get(task_id)
 
-    def ready(self, name: str) -> list[str]:
-        """Return the ids of the tasks of ``name`` that can start now."""
-        return self._get(name).dag.ready()
-
-    def blocked(self, name: str) -> list[str]:
-        """Return the ids of the tasks of ``name`` held back by a failed/cancelled upstream."""
-        return self._get(name).dag.blocked()
-
-    def topological_order(self, name: str) -> list[str]:
-        """Return every task of ``name`` after all its dependencies."""
-        return self._get(name).dag.topological_order()
-
-    def dependents(self, name: str, task_id: str, transitive: bool = False) -> list[str]:
-        """Return the tasks of ``name`` that depend on ``task_id`` (or transitively)."""
-        return self._get(name).dag.dependents(task_id, transitive=transitive)
-
     def board(self, name: str) -> str:
         """Return the compact text board of ``name``."""
         return self._get(name).dag.task_board()
@@ -309,20 +293,23 @@ def task_manager(
 class TaskManagerHandle:
     """A blocking face over a ``TaskManager`` actor (clew 0.1's documented API).
 
-    Every query or change of the actor — ``open``, ``close``, ``apply_changes``,
-    ``create_task``, ``add_dependency``, ``set_status``, ``remove_task``, ``snapshot``,
-    ``task``, ``ready``, ``blocked``, ``topological_order``, ``dependents``, ``board``,
-    ``last_seq`` — is a method here with the actor's signature that waits for its reply
-    and re-raises the actor's exception (``TaskGraphError``, ``TaskWalError``,
-    ``InvalidName``) in the caller. A ``with`` block stops the actor at its end.
+    Every message of the actor — ``open``, ``close``, ``apply_changes``, ``create_task``,
+    ``add_dependency``, ``set_status``, ``remove_task``, ``snapshot``, ``task``,
+    ``board``, ``last_seq``, ``names`` — is a method here with the actor's signature that
+    waits for its reply and re-raises the actor's exception (``TaskGraphError``,
+    ``TaskWalError``, ``InvalidName``) in the caller; the DAG's queries — ``ready(name)``,
+    ``blocked(name)``, ``topological_order(name)``, ``dependents(name, task_id,
+    transitive=False)`` — are answered from a ``snapshot`` of it. A ``with`` block stops
+    the actor at its end.
     """
 
-    #: The actor's methods a handle offers (the 0.1 list), each one call and one wait.
+    #: The actor's messages a handle offers, each one call and one wait.
     CALLS = frozenset(
         {"open", "close", "apply_changes", "create_task", "add_dependency", "set_status",
-         "remove_task", "snapshot", "task", "ready", "blocked", "topological_order",
-         "dependents", "board", "last_seq", "names"}
+         "remove_task", "snapshot", "task", "board", "last_seq", "names"}
     )  # fmt: skip
+    #: The DAG's queries (0.1 asked the actor; a snapshot answers the same).
+    QUERIES = frozenset({"ready", "blocked", "topological_order", "dependents"})
 
     def __init__(self, ref: pykka.ActorRef[TaskManager], *, timeout: float | None = 30.0) -> None:
         self.actor_ref = ref
@@ -346,6 +333,14 @@ class TaskManagerHandle:
         return cls(TaskManager.start(project_dir, session_id, clock=clock), timeout=timeout)
 
     def __getattr__(self, name: str) -> Any:
+        if name in self.QUERIES:
+
+            def query(wal: str, *args: Any, **kwargs: Any) -> Any:
+                return getattr(self.snapshot(wal), name)(*args, **kwargs)
+
+            query.__name__ = name
+            query.__doc__ = getattr(TaskDag, name).__doc__
+            return query
         if name not in self.CALLS:
             raise AttributeError(f"a TaskManagerHandle has no method {name!r}")
         ask = getattr(self._proxy, name)
