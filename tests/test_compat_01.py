@@ -294,9 +294,6 @@ def test_the_01_session_list_store_switch_replay_and_verify_still_answer(
     assert ["weighed"] == embedded["notes_after_replay"]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="SessionInfo.runs 0.1 meaning: restored by the lead at merge"
-)
 def test_sessioninfo_runs_counts_every_run_of_the_session_as_in_01(
     embedded: dict[str, Any],
 ) -> None:
@@ -461,9 +458,6 @@ def test_the_01_cli_switches_nodes_and_refuses_bad_input_with_exit_2(
         assert 1 == len(refused.stderr.strip().splitlines()), refused.stderr
 
 
-@pytest.mark.xfail(
-    strict=True, reason="SessionInfo.runs 0.1 meaning: restored by the lead at merge"
-)
 def test_sessions_json_runs_counts_every_run_as_in_01(
     demo_home: tuple[Path, Path, dict[str, Any]],
 ) -> None:

@@ -80,7 +80,7 @@ def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> T
             i.session_id,
             f"[{style}]{escape(i.status)}[/{style}]{archived}",
             escape(scenarios.get(i.session_id, "")),
-            str(i.runs),
+            str(i.main_runs),
             str(i.events),
             i.updated_at[:19].replace("T", " "),
             i.created_at[:19].replace("T", " "),

@@ -51,8 +51,8 @@ def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None)
         "session_id": sid,
         "status": info.status,
         "title": _title(row, prompt if isinstance(prompt, str) else ""),
-        "runs": info.runs,
-        "all_runs": info.all_runs,
+        "runs": info.main_runs,  # the inspector's list shows requests, as `clew sessions`
+        "all_runs": info.runs,
         "events": info.events,
         "tokens": tokens,
         "created_at": row.created_at,

@@ -67,8 +67,10 @@ _SHOWN_AS: Final = {"aborted": "failed"}
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     """One line of ``Runtime.sessions()``.
 
-    ``runs`` counts the main (Brain) runs, one per request; ``all_runs`` every run,
-    workers' included. ``updated_at`` is the time of the session's last event.
+    ``runs`` counts every run of the session, workers' and reviews' included (its meaning
+    since 0.1); ``main_runs`` the main (Brain) runs, one per request; ``all_runs`` is
+    ``runs`` again (its name while ``runs`` counted main runs, before 0.2.0).
+    ``updated_at`` is the time of the session's last event.
     """
 
     session_id: str
@@ -83,6 +85,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     #: True when its last main run waits for a person (``clew pending``).
     waiting: bool = False
     all_runs: int = 0
+    #: The main (Brain) runs: one per request.
+    main_runs: int = 0
     #: The session row's own status: ``active``, or ``archived``.
     lifecycle: str = "active"
 
@@ -118,11 +122,12 @@ def session_info(
         created_at=row.created_at,
         updated_at=row.updated_at,
         interrupted=status == "interrupted",
-        runs=sum(1 for r in runs if is_main_run(sid, r.agent_id)),
+        runs=len(runs),
         events=events,
         active_node_id=row.active_node_id,
         waiting=status == "waiting",
         all_runs=len(runs),
+        main_runs=sum(1 for r in runs if is_main_run(sid, r.agent_id)),
         lifecycle=row.status,
     )
 

@@ -82,10 +82,12 @@ def test_demo_json_is_one_document_with_the_outcome_and_the_replay(
     assert "demo" == info["scenario"]
     expected_keys = {"session_id", "status", "created_at", "updated_at", "interrupted", "runs"}
     assert expected_keys | {"events"} <= set(info)
-    # One main run (the request); 5 runs with the workers and the review.
-    assert (False, "completed", 1, 5) == (
+    # One main run (the request); 5 runs with the workers and the review (`runs`, as in
+    # 0.1; `all_runs` is its other name).
+    assert (False, "completed", 1, 5, 5) == (
         info["interrupted"],
         info["status"],
+        info["main_runs"],
         info["runs"],
         info["all_runs"],
     )

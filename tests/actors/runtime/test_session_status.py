@@ -93,10 +93,11 @@ def test_sessions_lists_the_derived_status_main_runs_and_the_last_activity(
         rt.writer.flush()
         infos = {i.session_id: i for i in rt.sessions()}
         last_event = rt.store.read_events(done.id)[-1].created_at
-    assert ("completed", 1, 2, False) == (
+    assert ("completed", 1, 2, 2, False) == (
         infos[done.id].status,
-        infos[done.id].runs,  # the main run only
-        infos[done.id].all_runs,  # and the primary's
+        infos[done.id].main_runs,  # the main run only
+        infos[done.id].runs,  # and the primary's (every run, as in 0.1)
+        infos[done.id].all_runs,
         infos[done.id].interrupted,
     )
     assert last_event == infos[done.id].updated_at
