@@ -12,18 +12,16 @@ one session never changes another session's agent or run row.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import apsw
 
-from eventlog.codec import encode
 from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
     AgentStatusChanged,
     ArtifactCreated,
     Event,
-    Node,
     NodeAppended,
     RunEnded,
     RunResumed,
@@ -31,8 +29,11 @@ from eventlog.events import (
     RunWaiting,
     SessionArchived,
     SessionCreated,
+    TokenUsage,
 )
 from eventlog.records import AppendRequest
+from eventlog.row_encoding import json_or_none, node_content, run_end_values
+from eventlog.seed_enums import stored_run_status
 from eventlog.sqlite.counters import Counters
 from eventlog.sqlite.schema import session_tables_ddl
 
@@ -48,13 +49,10 @@ MATERIALISED: Final[frozenset[type]] = frozenset(
         RunEnded,
         RunWaiting,
         RunResumed,
+        TokenUsage,
         ArtifactCreated,
     }
 )
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else encode(value).decode()
 
 
 def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: str) -> None:
@@ -70,7 +68,7 @@ def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: s
             event.cwd,
             event.root_agent_id,
             event.parent_session_id,
-            _json_or_none(event.metadata),
+            json_or_none(event.metadata),
             at,
             at,
         ),
@@ -102,7 +100,7 @@ def touch_sessions(conn: apsw.Connection, touched: dict[str, str], counters: Cou
     active.clear()
 
 
-def materialise(
+def materialise(  # noqa: C901 - one case per materialised event type
     conn: apsw.Connection, counters: Counters, sid: str, req: AppendRequest, event: Event
 ) -> None:
     """Apply ``event`` (of a type in :data:`MATERIALISED`) to the materialised tables."""
@@ -120,7 +118,7 @@ def materialise(
             conn.execute(
                 "UPDATE agents SET status = ?, result_json = COALESCE(?, result_json),"
                 " updated_at = ? WHERE agent_id = ? AND session_id = ?",
-                (status, _json_or_none(result), at, agent_id, sid),
+                (status, json_or_none(result), at, agent_id, sid),
             )
         case RunStarted():
             _insert_run(conn, sid, event, at)
@@ -128,6 +126,8 @@ def materialise(
             _end_run(conn, sid, event, at)
         case RunWaiting() | RunResumed():
             _set_run_status(conn, sid, event, at)
+        case TokenUsage():
+            _add_usage(conn, sid, req, event)
         case ArtifactCreated():
             _insert_artifact(conn, sid, req, event)
         case _:
@@ -137,48 +137,27 @@ def materialise(
 def _append_node(
     conn: apsw.Connection, counters: Counters, sid: str, event: NodeAppended, at: str
 ) -> None:
-    node, node_seq = event.node, counters.next_node_seq(conn, sid)
-    if counters.nodes_by_reference(conn, sid):
-        # The content lives in the event this request inserts next (its seq): stored
-        # once. The row keeps the tree's shape, which the indexes and link reads need.
-        conn.execute(
-            f"INSERT INTO nodes_{sid} VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                node.node_id,
-                node_seq,
-                node.parent_id,
-                node.agent_id,
-                node.role,
-                node.node_type,
-                counters.upcoming_seq(conn, sid),
-            ),
-        )
-    else:
-        _insert_legacy_node(conn, sid, node, node_seq, at)
-    if event.activate:
-        counters.active[sid] = node.node_id
-
-
-def _insert_legacy_node(
-    conn: apsw.Connection, sid: str, node: Node, node_seq: int, at: str
-) -> None:
-    """A node of a session made before schema version 4: its row holds the content too."""
+    # The row holds the content as its event does (the seed's columns, docs/storage.md).
+    node = event.node
+    run_id, content, metadata, tokens = node_content(node)
     conn.execute(
         f"INSERT INTO nodes_{sid} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             node.node_id,
-            node_seq,
+            counters.next_node_seq(conn, sid),
             node.parent_id,
             node.agent_id,
-            node.run_id,
+            run_id,
             node.role,
             node.node_type,
-            encode(node.content).decode(),
-            _json_or_none(node.metadata),
-            node.token_count,
+            content,
+            metadata,
+            tokens,
             at,
         ),
     )
+    if event.activate:
+        counters.active[sid] = node.node_id
 
 
 def _insert_agent(conn: apsw.Connection, sid: str, event: AgentCreated, at: str) -> None:
@@ -192,7 +171,7 @@ def _insert_agent(conn: apsw.Connection, sid: str, event: AgentCreated, at: str)
             event.agent_type,
             event.created_by_run_id,
             event.fork_from_node_id,
-            _json_or_none(meta),
+            json_or_none(meta),
             at,
             at,
         ),
@@ -207,33 +186,61 @@ def _insert_run(conn: apsw.Connection, sid: str, event: RunStarted, at: str) -> 
         **event.metadata,
     }
     conn.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL, 0, NULL, NULL, ?, ?, ?)",
-        (event.run_id, sid, event.agent_id, event.start_node_id, _json_or_none(meta), at, at),
+        "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL, 0, NULL, NULL, ?, ?, ?, NULL)",
+        (event.run_id, sid, event.agent_id, event.start_node_id, json_or_none(meta), at, at),
     )
 
 
 def _set_run_status(
     conn: apsw.Connection, sid: str, event: RunWaiting | RunResumed, at: str
 ) -> None:
-    """A run parks (``waiting``) or goes on after its wait (``running``)."""
+    """A run parks (API ``waiting``: stored ``pending``) or goes on after its wait."""
+    status, detail = stored_run_status("waiting" if isinstance(event, RunWaiting) else "running")
     conn.execute(
-        "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ? AND session_id = ?",
-        ("waiting" if isinstance(event, RunWaiting) else "running", at, event.run_id, sid),
+        "UPDATE runs SET status = ?, status_detail = ?, updated_at = ?"
+        " WHERE run_id = ? AND session_id = ?",
+        (status, detail, at, event.run_id, sid),
+    )
+
+
+def _add_usage(conn: apsw.Connection, sid: str, req: AppendRequest, event: TokenUsage) -> None:
+    """A run not ended keeps its usage so far: ``usage_json`` plus this call's (run_ended
+    then sets the run's own). The SQL adds in place, without reading the row first."""
+    if req.run_id is None:
+        return
+    u = event.usage
+    conn.execute(
+        "UPDATE runs SET usage_json = json_object("
+        "'input_tokens', COALESCE(json_extract(usage_json, '$.input_tokens'), 0) + ?,"
+        " 'output_tokens', COALESCE(json_extract(usage_json, '$.output_tokens'), 0) + ?,"
+        " 'cache_read_tokens', COALESCE(json_extract(usage_json, '$.cache_read_tokens'), 0) + ?,"
+        " 'cache_write_tokens', COALESCE(json_extract(usage_json, '$.cache_write_tokens'), 0) + ?)"
+        " WHERE run_id = ? AND session_id = ? AND status IN ('running', 'pending')",
+        (
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            req.run_id,
+            sid,
+        ),
     )
 
 
 def _end_run(conn: apsw.Connection, sid: str, event: RunEnded, at: str) -> None:
+    status, detail, end_reason = run_end_values(event)
     conn.execute(
-        "UPDATE runs SET status = ?, end_reason = ?, end_node_id = ?, turn_count = ?,"
-        " usage_json = ?, error_json = ?, updated_at = ?"
+        "UPDATE runs SET status = ?, status_detail = ?, end_reason = ?, end_node_id = ?,"
+        " turn_count = ?, usage_json = ?, error_json = ?, updated_at = ?"
         " WHERE run_id = ? AND session_id = ?",
         (
-            event.status,
-            event.end_reason,
+            status,
+            detail,
+            end_reason,
             event.end_node_id,
             event.turn_count,
-            _json_or_none(event.usage),
-            _json_or_none(event.error),
+            json_or_none(event.usage),
+            json_or_none(event.error),
             at,
             event.run_id,
             sid,
@@ -259,7 +266,7 @@ def _insert_artifact(
             event.mime_type,
             event.size_bytes,
             event.summary,
-            _json_or_none({"sha256": event.sha256}),
+            json_or_none({"sha256": event.sha256}),
             req.created_at,
         ),
     )

@@ -40,10 +40,13 @@ from eventlog.row_decoding import (
     SESSION_COLUMNS,
     agent_row,
     artifact_row,
+    loads,
     node_row,
     run_row,
     session_row,
 )
+from eventlog.row_encoding import usage_of
+from eventlog.seed_enums import api_run_status
 from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
@@ -91,20 +94,25 @@ def _gc_paused() -> Iterator[None]:
 class SQLiteReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections, *, chained: bool = True) -> None:
+    def __init__(
+        self, connections: Connections, *, chained: bool = True, seed_columns: bool = True
+    ) -> None:
         """Read through ``connections`` (a reader connection per thread).
 
         Args:
             chained: the file has the hash chain (schema version 2+); False only for a
                 read-only store on a version 1 file, whose events all read as legacy.
+            seed_columns: every node row holds its content and ``runs`` has
+                ``status_detail`` (schema version 5+); False only for a read-only store
+                on an older file, whose version 4 sessions' node rows refer to their events.
         """
         self._connections = connections
         self._chained = chained
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
         self._hash_column = "hash" if chained else "NULL"
-        #: Sessions whose node rows refer to their events (see :meth:`_node_source`).
-        self._nodes_by_reference: set[str] = set()
+        self._seed_columns = seed_columns
+        self._detail_column = "status_detail" if seed_columns else "NULL"
 
     # --- reading -------------------------------------------------------------------------
 
@@ -334,26 +342,22 @@ class SQLiteReads:
         """Return the select list (:data:`~eventlog.row_decoding.NODE_COLUMNS`) of the
         session's node rows, ``n`` the node table, and the join that list needs.
 
-        A session made since schema version 4 keeps a node's content only in its
-        ``node_appended`` event: its rows are joined with their event by ``seq`` (the
-        events table's rowid: one B-tree lookup per node). Older sessions' rows hold it.
+        Every node row holds its content since schema version 5. Only a read-only store
+        on an older file meets a session made at version 4, whose rows refer to their
+        ``node_appended`` event: those are joined with it by ``seq`` (the events table's
+        rowid). That layout is looked up on every read (a writable process may migrate
+        the file meanwhile).
         """
-        if sid in self._nodes_by_reference or self._check_layout(sid):
-            return (
-                "n.node_id, n.node_seq, n.parent_id, n.agent_id, NULL, n.role, n.node_type,"
-                " NULL, NULL, NULL, e.created_at, n.event_seq, e.payload_json",
-                f"LEFT JOIN events_{sid} e ON e.seq = n.event_seq",
-            )
+        if not self._seed_columns:
+            with translate_errors("reading"):
+                by_reference = nodes_by_reference(self._connections.reader(), sid)
+            if by_reference:
+                return (
+                    "n.node_id, n.node_seq, n.parent_id, n.agent_id, NULL, n.role, n.node_type,"
+                    " NULL, NULL, NULL, e.created_at, n.event_seq, e.payload_json",
+                    f"LEFT JOIN events_{sid} e ON e.seq = n.event_seq",
+                )
         return "n.*, NULL, NULL", ""
-
-    def _check_layout(self, sid: str) -> bool:
-        """Read whether ``nodes_<sid>`` refers to its events. Only a yes is cached: a
-        session deleted and made again under its id has the new layout."""
-        with translate_errors("reading"):
-            by_reference = nodes_by_reference(self._connections.reader(), sid)
-        if by_reference:
-            self._nodes_by_reference.add(sid)
-        return by_reference
 
     def _nodes(self, sid: str, where: str = "", params: Sequence[Any] = ()) -> list[NodeRow]:
         columns, join = self._node_source(sid)
@@ -438,17 +442,32 @@ class SQLiteReads:
         rows = self._query(
             "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
         )
-        return [run_row(r) for r in rows]
+        runs = [run_row(r) for r in rows]
+        if self._seed_columns:
+            return runs
+        return [self._usage_so_far(sid, r) for r in runs]
+
+    def _usage_so_far(self, sid: str, run: RunRow) -> RunRow:
+        """On a file older than schema version 5 (read-only: not migrated), return a run
+        not ended with the usage the migration gives it: the sum of its ``token_usage``."""
+        if run.usage is not None or run.status not in ("running", "waiting"):
+            return run
+        rows = self._query(
+            f"SELECT payload_json FROM events_{sid}"
+            " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
+            (run.run_id,),
+        )
+        return msgspec.structs.replace(run, usage=loads(usage_of(str(r[0]) for r in rows)))
 
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
         sid = self._require(session_id)
         rows = self._query(
-            "SELECT run_id, agent_id, status FROM runs WHERE session_id = ?"
-            " ORDER BY created_at, run_id",
+            f"SELECT run_id, agent_id, status, {self._detail_column} FROM runs"
+            " WHERE session_id = ? ORDER BY created_at, run_id",
             (sid,),
         )
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
