@@ -155,6 +155,12 @@ def run_row(r: Sequence[Any]) -> RunRow:
     )
 
 
+def run_with_usage(run: RunRow, usage_json: str | None) -> RunRow:
+    """Return ``run`` with the usage ``usage_json`` holds (a read of a run not ended on
+    a file older than the usage so far: what the migration gives it)."""
+    return msgspec.structs.replace(run, usage=loads(usage_json))
+
+
 def artifact_row(r: Sequence[Any]) -> ArtifactRow:
     """Return the record of an ``artifacts`` row, in its table's column order."""
     return ArtifactRow(

@@ -47,6 +47,7 @@ FaultHook = Callable[[str], None]
 CHANNEL = "clew_events"
 
 _encode = msgspec.json.Encoder().encode
+#: An ``events`` row: the seed's columns in order, its chain hash, its session.
 _INSERT = "INSERT INTO events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 _COPY = "COPY events FROM STDIN"
 
@@ -264,8 +265,7 @@ class BatchAppend:
         node_seq = None
         if isinstance(event, NodeAppended):
             node_seq = state.node_seq[sid] = state.node_seq[sid] + 1
-        # _insert_event below numbers the event state.seq[sid] + 1: the node row refers to it.
-        materialise(conn, node_seq, sid, req, event, event_seq=state.seq[sid] + 1)
+        materialise(conn, node_seq, sid, req, event)
         if self._fault is not None:
             self._fault("before_event_row")
         out.append(self._insert_event(conn, state, req, event, pending))
@@ -295,7 +295,7 @@ class BatchAppend:
         values = (*columns, _encode(event).decode(), created_at)
         digest = state.head[sid] = link(state.head[sid], values)
         state.touched[sid] = req.created_at
-        row = (sid, seq, ev_id, *values[2:], digest)
+        row = (*values, digest, sid)
         if pending is None:
             conn.execute(_INSERT, row)
         else:

@@ -10,7 +10,6 @@ from typing import Any
 
 import psycopg
 
-from eventlog.codec import encode
 from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
@@ -25,14 +24,13 @@ from eventlog.events import (
     RunWaiting,
     SessionArchived,
     SessionCreated,
+    TokenUsage,
 )
 from eventlog.records import AppendRequest
+from eventlog.row_encoding import json_or_none, node_content, run_end_values
+from eventlog.seed_enums import stored_run_status
 
 Conn = psycopg.Connection[Any]
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else encode(value).decode()
 
 
 def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None:
@@ -46,7 +44,7 @@ def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None
             event.cwd,
             event.root_agent_id,
             event.parent_session_id,
-            _json_or_none(event.metadata),
+            json_or_none(event.metadata),
             at,
             at,
         ),
@@ -59,15 +57,13 @@ def materialise(  # noqa: C901 - one case per materialised event type, as on SQL
     sid: str,
     req: AppendRequest,
     event: Event,
-    event_seq: int | None = None,
 ) -> None:
-    """Apply ``event`` to the materialised tables (for a node_appended: ``node_seq``, the
-    node's number, and ``event_seq``, the seq its event takes)."""
+    """Apply ``event`` to the materialised tables (``node_seq``: a node_appended's number)."""
     at = req.created_at
     match event:
         case NodeAppended():
-            assert node_seq is not None and event_seq is not None
-            _insert_node(conn, sid, event.node, node_seq, event_seq, at)
+            assert node_seq is not None
+            _insert_node(conn, sid, event.node, node_seq, at)
             if event.activate:
                 _set_active_node(conn, sid, event.node.node_id)
         case ActiveNodeSwitched(to_node_id=to_node):
@@ -79,13 +75,13 @@ def materialise(  # noqa: C901 - one case per materialised event type, as on SQL
             conn.execute(
                 "INSERT INTO agents VALUES (%s, %s, %s, %s, %s, %s, 'idle', NULL, %s, %s, %s)",
                 (
-                    sid,
                     event.agent_id,
+                    sid,
                     event.parent_agent_id,
                     event.agent_type,
                     event.created_by_run_id,
                     event.fork_from_node_id,
-                    _json_or_none(meta),
+                    json_or_none(meta),
                     at,
                     at,
                 ),
@@ -94,19 +90,16 @@ def materialise(  # noqa: C901 - one case per materialised event type, as on SQL
             conn.execute(
                 "UPDATE agents SET status = %s, result_json = COALESCE(%s, result_json),"
                 " updated_at = %s WHERE agent_id = %s AND session_id = %s",
-                (status, _json_or_none(result), at, agent_id, sid),
+                (status, json_or_none(result), at, agent_id, sid),
             )
         case RunStarted():
             _insert_run(conn, sid, event, at)
         case RunEnded():
             _end_run(conn, sid, event, at)
         case RunWaiting() | RunResumed():
-            run_status = "waiting" if isinstance(event, RunWaiting) else "running"
-            conn.execute(
-                "UPDATE runs SET status = %s, updated_at = %s"
-                " WHERE run_id = %s AND session_id = %s",
-                (run_status, at, event.run_id, sid),
-            )
+            _set_run_status(conn, sid, event, at)
+        case TokenUsage():
+            _add_usage(conn, sid, req, event)
         case ArtifactCreated():
             _insert_artifact(conn, sid, req, event)
         case _:
@@ -117,22 +110,60 @@ def _set_active_node(conn: Conn, sid: str, node_id: str) -> None:
     conn.execute("UPDATE sessions SET active_node_id = %s WHERE session_id = %s", (node_id, sid))
 
 
-def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, event_seq: int, at: str) -> None:
-    # The content, metadata, run and token count live in the event (seq ``event_seq``)
-    # this request inserts next: stored once. The row keeps the tree's shape.
+def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, at: str) -> None:
+    # The row holds the content as its event does (the seed's columns, docs/storage.md).
+    run_id, content, metadata, tokens = node_content(node)
     conn.execute(
-        "INSERT INTO nodes (session_id, node_id, node_seq, parent_id, agent_id, role,"
-        " node_type, created_at, event_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
-            sid,
             node.node_id,
             node_seq,
             node.parent_id,
             node.agent_id,
+            run_id,
             node.role,
             node.node_type,
+            content,
+            metadata,
+            tokens,
             at,
-            event_seq,
+            sid,
+        ),
+    )
+
+
+def _set_run_status(conn: Conn, sid: str, event: RunWaiting | RunResumed, at: str) -> None:
+    """A run parks (API ``waiting``: stored ``pending``) or goes on after its wait."""
+    status, detail = stored_run_status("waiting" if isinstance(event, RunWaiting) else "running")
+    conn.execute(
+        "UPDATE runs SET status = %s, status_detail = %s, updated_at = %s"
+        " WHERE run_id = %s AND session_id = %s",
+        (status, detail, at, event.run_id, sid),
+    )
+
+
+def _add_usage(conn: Conn, sid: str, req: AppendRequest, event: TokenUsage) -> None:
+    """A run not ended keeps its usage so far: ``usage_json`` plus this call's (run_ended
+    then sets the run's own), added in place as on SQLite."""
+    if req.run_id is None:
+        return
+    u = event.usage
+    conn.execute(
+        "UPDATE runs SET usage_json = json_build_object("
+        "'input_tokens', COALESCE((usage_json::json ->> 'input_tokens')::bigint, 0) + %s,"
+        " 'output_tokens', COALESCE((usage_json::json ->> 'output_tokens')::bigint, 0) + %s,"
+        " 'cache_read_tokens',"
+        " COALESCE((usage_json::json ->> 'cache_read_tokens')::bigint, 0) + %s,"
+        " 'cache_write_tokens',"
+        " COALESCE((usage_json::json ->> 'cache_write_tokens')::bigint, 0) + %s)::text"
+        " WHERE run_id = %s AND session_id = %s AND status IN ('running', 'pending')",
+        (
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            req.run_id,
+            sid,
         ),
     )
 
@@ -146,23 +177,25 @@ def _insert_run(conn: Conn, sid: str, event: RunStarted, at: str) -> None:
     }
     conn.execute(
         "INSERT INTO runs VALUES"
-        " (%s, %s, %s, 'running', %s, NULL, NULL, 0, NULL, NULL, %s, %s, %s)",
-        (sid, event.run_id, event.agent_id, event.start_node_id, _json_or_none(meta), at, at),
+        " (%s, %s, %s, 'running', %s, NULL, NULL, 0, NULL, NULL, %s, %s, %s, NULL)",
+        (event.run_id, sid, event.agent_id, event.start_node_id, json_or_none(meta), at, at),
     )
 
 
 def _end_run(conn: Conn, sid: str, event: RunEnded, at: str) -> None:
+    status, detail, end_reason = run_end_values(event)
     conn.execute(
-        "UPDATE runs SET status = %s, end_reason = %s, end_node_id = %s, turn_count = %s,"
-        " usage_json = %s, error_json = %s, updated_at = %s"
+        "UPDATE runs SET status = %s, status_detail = %s, end_reason = %s, end_node_id = %s,"
+        " turn_count = %s, usage_json = %s, error_json = %s, updated_at = %s"
         " WHERE run_id = %s AND session_id = %s",
         (
-            event.status,
-            event.end_reason,
+            status,
+            detail,
+            end_reason,
             event.end_node_id,
             event.turn_count,
-            _json_or_none(event.usage),
-            _json_or_none(event.error),
+            json_or_none(event.usage),
+            json_or_none(event.error),
             at,
             event.run_id,
             sid,
@@ -176,8 +209,8 @@ def _insert_artifact(conn: Conn, sid: str, req: AppendRequest, event: ArtifactCr
         "INSERT INTO artifacts VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
         " ON CONFLICT DO NOTHING",
         (
-            sid,
             event.artifact_id,
+            sid,
             req.agent_id,
             req.run_id,
             event.node_id,
@@ -187,7 +220,7 @@ def _insert_artifact(conn: Conn, sid: str, req: AppendRequest, event: ArtifactCr
             event.mime_type,
             event.size_bytes,
             event.summary,
-            _json_or_none({"sha256": event.sha256}),
+            json_or_none({"sha256": event.sha256}),
             req.created_at,
         ),
     )

@@ -36,8 +36,11 @@ from eventlog.row_decoding import (
     artifact_row,
     node_row,
     run_row,
+    run_with_usage,
     session_row,
 )
+from eventlog.row_encoding import usage_of
+from eventlog.seed_enums import api_run_status
 from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.store import SessionDeletion
 
@@ -63,30 +66,38 @@ def _event(row: Sequence[Any]) -> StoredEvent:
 class PostgresReads:
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections) -> None:
+    def __init__(self, connections: Connections, *, seed_columns: bool = True) -> None:
+        """Read through ``connections``.
+
+        Args:
+            seed_columns: every node row holds its content and ``runs`` has
+                ``status_detail`` (schema version 4+); False only for a read-only store
+                on an older database, whose version 3 node rows refer to their events.
+        """
         self._connections = connections
         self._streams = threading.local()
-        self._nodes_refer = False
+        self._seed_columns = seed_columns
+        self._detail_column = "status_detail" if seed_columns else "NULL"
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
 
     def _node_select(self) -> tuple[str, str]:
         """Return the select list of node rows (``nodes n``) and the join it needs.
 
-        A read-only store may read a database older than schema version 3, whose
-        ``nodes`` has no ``event_seq``: every row holds its content. Only a yes is
-        cached (another process may migrate the database meanwhile).
+        Every node row holds its content since schema version 4. A read-only store on
+        a version 3 database joins its rows with their event (those written at version 3
+        refer to it); on an older one no row does. Looked up on every read: a writable
+        process may migrate the database meanwhile.
         """
-        if not self._nodes_refer:
+        if not self._seed_columns:
             found = self._query(
                 "SELECT 1 FROM information_schema.columns"
                 " WHERE table_name = 'nodes' AND column_name = 'event_seq'"
                 " AND table_schema = current_schema()"
             )
-            if not found:
-                return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
-            self._nodes_refer = True
-        return _NODE_COLUMNS, _EVENT_JOIN
+            if found:
+                return _NODE_COLUMNS, _EVENT_JOIN
+        return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"):
@@ -309,20 +320,36 @@ class PostgresReads:
         rows = self._query(
             "SELECT run_id, session_id, agent_id, status, start_node_id, end_node_id,"
             " end_reason, turn_count, usage_json, error_json, metadata_json, created_at,"
-            " updated_at FROM runs WHERE session_id = %s ORDER BY created_at, run_id",
+            f" updated_at, {self._detail_column} FROM runs WHERE session_id = %s"
+            " ORDER BY created_at, run_id",
             (sid,),
         )
-        return [run_row(r) for r in rows]
+        runs = [run_row(r) for r in rows]
+        if self._seed_columns:
+            return runs
+        return [self._usage_so_far(sid, r) for r in runs]
+
+    def _usage_so_far(self, sid: str, run: RunRow) -> RunRow:
+        """On a database older than schema version 4 (read-only: not migrated), return a
+        run not ended with the usage the migration gives it: the sum of its ``token_usage``."""
+        if run.usage is not None or run.status not in ("running", "waiting"):
+            return run
+        rows = self._query(
+            "SELECT payload_json FROM events WHERE session_id = %s AND run_id = %s"
+            " AND event_type = 'token_usage' ORDER BY seq",
+            (sid, run.run_id),
+        )
+        return run_with_usage(run, usage_of(str(r[0]) for r in rows))
 
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
         sid = self._require(session_id)
         rows = self._query(
-            "SELECT run_id, agent_id, status FROM runs WHERE session_id = %s"
-            " ORDER BY created_at, run_id",
+            f"SELECT run_id, agent_id, status, {self._detail_column} FROM runs"
+            " WHERE session_id = %s ORDER BY created_at, run_id",
             (sid,),
         )
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""

@@ -40,9 +40,9 @@ from eventlog.row_decoding import (
     SESSION_COLUMNS,
     agent_row,
     artifact_row,
-    loads,
     node_row,
     run_row,
+    run_with_usage,
     session_row,
 )
 from eventlog.row_encoding import usage_of
@@ -457,7 +457,7 @@ class SQLiteReads:
             " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
             (run.run_id,),
         )
-        return msgspec.structs.replace(run, usage=loads(usage_of(str(r[0]) for r in rows)))
+        return run_with_usage(run, usage_of(str(r[0]) for r in rows))
 
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
