@@ -27,7 +27,9 @@ API's values (docs/events.md, "Run statuses in the tables").
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
+
+from eventlog.events import EndReason
 
 #: The seed's enums, as the tables hold them.
 SESSION_STATUSES: Final = frozenset({"active", "archived"})
@@ -36,17 +38,8 @@ AGENT_TYPES: Final = frozenset({"main", "orchestrator", "sub", "fork"})
 RUN_STATUSES: Final = frozenset(
     {"queued", "pending", "running", "completed", "failed", "aborted", "cancelled"}
 )
-END_REASONS: Final = frozenset(
-    {
-        "completed",
-        "max_turns",
-        "aborted_streaming",
-        "aborted_tools",
-        "prompt_too_long",
-        "max_output_tokens_recovery",
-        "failed",
-    }
-)
+#: The seed's end reasons: clew's (``EndReason``) but ``cancelled``, stored NULL.
+END_REASONS: Final = frozenset(get_args(EndReason)) - {"cancelled"}
 
 #: API status -> (stored status, status_detail) for the statuses the seed folds.
 _FOLDED: Final = {"waiting": "pending", "refused": "failed"}
@@ -75,3 +68,12 @@ def api_end_reason(status: str, end_reason: str | None) -> str | None:
     if end_reason is None and status in _ENDED:
         return "cancelled"
     return end_reason
+
+
+#: What migrates a ``runs`` table written before the seed's enums (SQLite schema 5,
+#: PostgreSQL 4), once it has ``status_detail``: the values the seed folds, folded.
+FOLD_STORED_RUNS: Final = (
+    "UPDATE runs SET status = 'pending', status_detail = 'waiting' WHERE status = 'waiting'",
+    "UPDATE runs SET status = 'failed', status_detail = 'refused' WHERE status = 'refused'",
+    "UPDATE runs SET end_reason = NULL WHERE end_reason = 'cancelled'",
+)

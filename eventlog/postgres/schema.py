@@ -25,6 +25,7 @@ import psycopg
 
 from eventlog.errors import IntegrityError, StoreError
 from eventlog.row_encoding import node_content_of_event, usage_of
+from eventlog.seed_enums import FOLD_STORED_RUNS
 
 Conn = psycopg.Connection[Any]
 #: A migration step: a script, or a function of the connection (inside the transaction).
@@ -108,13 +109,8 @@ def _seed_columns(conn: Conn) -> None:
             filled,
         )
     conn.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS status_detail TEXT")
-    conn.execute(
-        "UPDATE runs SET status = 'pending', status_detail = 'waiting' WHERE status = 'waiting'"
-    )
-    conn.execute(
-        "UPDATE runs SET status = 'failed', status_detail = 'refused' WHERE status = 'refused'"
-    )
-    conn.execute("UPDATE runs SET end_reason = NULL WHERE end_reason = 'cancelled'")
+    for sql in FOLD_STORED_RUNS:
+        conn.execute(sql)
     open_runs = conn.execute(
         "SELECT session_id, run_id FROM runs WHERE status IN ('running', 'pending')"
     ).fetchall()

@@ -16,6 +16,7 @@ import apsw
 from eventlog.errors import IntegrityError, StoreError
 from eventlog.ids import validate_session_id
 from eventlog.row_encoding import node_content_of_event, usage_of
+from eventlog.seed_enums import FOLD_STORED_RUNS
 from eventlog.sqlite.transaction import Transaction
 
 #: A migration step: a script, or a function of the connection (inside its transaction).
@@ -69,13 +70,8 @@ def _seed_columns(conn: apsw.Connection) -> None:
     One transaction (the caller's): a failure leaves the file at version 4.
     """
     conn.execute("ALTER TABLE runs ADD COLUMN status_detail TEXT")
-    conn.execute(
-        "UPDATE runs SET status = 'pending', status_detail = 'waiting' WHERE status = 'waiting'"
-    )
-    conn.execute(
-        "UPDATE runs SET status = 'failed', status_detail = 'refused' WHERE status = 'refused'"
-    )
-    conn.execute("UPDATE runs SET end_reason = NULL WHERE end_reason = 'cancelled'")
+    for sql in FOLD_STORED_RUNS:
+        conn.execute(sql)
     for (session_id,) in list(conn.execute("SELECT session_id FROM sessions")):
         sid = validate_session_id(session_id)
         if nodes_by_reference(conn, sid):

@@ -27,20 +27,9 @@ from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.schema import SCHEMA_VERSION
 from eventlog.writer import Writer
 from projections import Difference, rebuild, verify
+from tests.eventlog.seed_conformance import SEED_COLUMNS
 
-SEED_NODE_COLUMNS = [
-    "node_id",
-    "node_seq",
-    "parent_id",
-    "agent_id",
-    "run_id",
-    "role",
-    "node_type",
-    "content_json",
-    "metadata_json",
-    "token_count",
-    "created_at",
-]
+SEED_NODE_COLUMNS = SEED_COLUMNS["nodes"]
 GOLDEN = Path(__file__).parents[2] / "golden" / "stores" / "v3_demo"
 RECORDED: dict[str, Any] = json.loads((GOLDEN / "reads.json").read_text())
 SID: str = RECORDED["session_id"]

@@ -25,25 +25,14 @@ from eventlog.seed_enums import END_REASONS, RUN_STATUSES
 from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.schema import SCHEMA_VERSION
 from projections import verify
+from tests.eventlog.seed_conformance import SEED_COLUMNS
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "stores" / "v4_home"
 RECORDED: dict[str, Any] = json.loads((GOLDEN / "reads.json").read_text())
 SESSIONS: dict[str, Any] = RECORDED["sessions"]
 DEMO = "sess_20261202_062933_013a"
 WAITING = "sess_20261202_062951_61be"
-SEED_NODE_COLUMNS = [
-    "node_id",
-    "node_seq",
-    "parent_id",
-    "agent_id",
-    "run_id",
-    "role",
-    "node_type",
-    "content_json",
-    "metadata_json",
-    "token_count",
-    "created_at",
-]
+SEED_NODE_COLUMNS = SEED_COLUMNS["nodes"]
 
 
 def builtins(value: Any) -> Any:
