@@ -2,7 +2,7 @@
 
 A full read of a session (:meth:`PostgresReads.iter_events`, :meth:`check_chain`) runs in
 one ``REPEATABLE READ`` snapshot on a connection of its own, so the chain head agrees
-with the rows, and follows the hash chain (:mod:`eventlog.sqlite.chain`: the same rows,
+with the rows, and follows the hash chain (:mod:`eventlog.chain`: the same rows,
 the same hashes) as it streams through a server-side cursor.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from eventlog.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
@@ -41,7 +42,6 @@ from eventlog.row_decoding import (
 )
 from eventlog.row_encoding import usage_of
 from eventlog.seed_enums import api_run_status
-from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.store import SessionDeletion
 
 _LEGACY_NODE_COLUMNS = (

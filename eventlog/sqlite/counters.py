@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import apsw
 
+from eventlog.chain import EVENT_COLUMNS, GENESIS, link
 from eventlog.errors import UnknownSession
 from eventlog.events import SessionCreated
 from eventlog.records import AppendRequest
-from eventlog.sqlite.chain import GENESIS, link, load_head
 
 #: What :meth:`Counters.snapshot` saves of one request: seq, node_seq, run_seq, chain head,
 #: the session's active node set in this transaction.
@@ -152,3 +152,19 @@ def _put(cache: dict[Any, V], key: Any, value: V | None) -> None:
         cache.pop(key, None)
     else:
         cache[key] = value
+
+
+def load_head(conn: apsw.Connection, sid: str) -> str:
+    """Return the hash the session's next row chains to (``sid`` validated).
+
+    ``sessions.chain_head`` once the session has a chained row; else the running
+    digest of its legacy rows (read once per writer and session: the first row the
+    writer appends to an old session seals what was there).
+    """
+    row = conn.execute("SELECT chain_head FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+    if row is not None and row[0] is not None:
+        return str(row[0])
+    digest = GENESIS
+    for values in conn.execute(f"SELECT {EVENT_COLUMNS} FROM events_{sid} ORDER BY seq"):
+        digest = link(digest, values)
+    return digest

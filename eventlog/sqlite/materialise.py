@@ -58,7 +58,7 @@ MATERIALISED: Final[frozenset[type]] = frozenset(
 def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: str) -> None:
     """Create the session's own tables and its ``sessions`` row (``sid`` validated)."""
     conn.execute(session_tables_ddl(sid))
-    # chain_from 1: every event of a session created today is chained (eventlog.sqlite.chain).
+    # chain_from 1: every event of a session created today is chained (eventlog.chain).
     conn.execute(
         "INSERT INTO sessions (session_id, cwd, root_agent_id, active_node_id,"
         " parent_session_id, status, metadata_json, created_at, updated_at, chain_from)"

@@ -5,7 +5,7 @@ write side; they are apart because the write path and the read path change for
 different reasons.
 
 A full read of a session (:meth:`SQLiteReads.iter_events`, :meth:`SQLiteReads.check_chain`)
-follows its hash chain (:mod:`eventlog.sqlite.chain`) and raises ``IntegrityError`` at
+follows its hash chain (:mod:`eventlog.chain`) and raises ``IntegrityError`` at
 the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
 ``IntegrityError`` from every reader, never a ``UnicodeDecodeError``.
 """
@@ -22,6 +22,7 @@ from typing import Any
 import apsw
 import msgspec
 
+from eventlog.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
@@ -47,7 +48,6 @@ from eventlog.row_decoding import (
 )
 from eventlog.row_encoding import usage_of
 from eventlog.seed_enums import api_run_status
-from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.paths import path_sql
@@ -216,7 +216,7 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            # The chain is followed inline (eventlog.sqlite.chain's link and ChainWalk.step
+            # The chain is followed inline (eventlog.chain's link and ChainWalk.step
             # unrolled): a method call and a tuple per row cost ~20% of the read
             # (docs/performance.md). A row the inline test does not pass goes to the walk,
             # which accepts a legacy row or raises naming the break.

@@ -24,7 +24,7 @@ Migration = str | Callable[[apsw.Connection], None]
 
 
 def _chain_the_events(conn: apsw.Connection) -> None:
-    """Version 2: a hash chain over each session's events (:mod:`eventlog.sqlite.chain`).
+    """Version 2: a hash chain over each session's events (:mod:`eventlog.chain`).
 
     ``ALTER TABLE … ADD COLUMN`` only rewrites the schema, not the rows: the cost does not
     grow with the history. The rows already there stay unhashed (legacy): each session's
