@@ -6,8 +6,8 @@ status / active-node / counter columns of the global tables (``sessions``, ``age
 :mod:`projections.boards` and :mod:`projections.tree` state the same rules as pure folds,
 and :mod:`projections.verify` compares the two.
 
-The global tables are keyed globally, so an update names the session too: an event of
-one session never changes another session's agent or run row.
+The statements of the global tables are :mod:`eventlog.global_rows`' (the same for every
+backend, in SQLite's :data:`SQLITE` dialect); the node rows and the active node are here.
 """
 
 from __future__ import annotations
@@ -18,41 +18,18 @@ import apsw
 
 from eventlog.events import (
     ActiveNodeSwitched,
-    AgentCreated,
-    AgentStatusChanged,
-    ArtifactCreated,
     Event,
     NodeAppended,
-    RunEnded,
-    RunResumed,
-    RunStarted,
-    RunWaiting,
-    SessionArchived,
     SessionCreated,
-    TokenUsage,
 )
+from eventlog.global_rows import GLOBAL_EVENTS, Dialect, statement
 from eventlog.records import AppendRequest
-from eventlog.row_encoding import json_or_none, node_content, run_end_values
-from eventlog.seed_enums import stored_run_status
+from eventlog.row_encoding import json_or_none, node_content
 from eventlog.sqlite.counters import Counters
 from eventlog.sqlite.schema import session_tables_ddl
 
 #: Event types that change a materialised table (every other event only adds its row).
-MATERIALISED: Final[frozenset[type]] = frozenset(
-    {
-        NodeAppended,
-        ActiveNodeSwitched,
-        SessionArchived,
-        AgentCreated,
-        AgentStatusChanged,
-        RunStarted,
-        RunEnded,
-        RunWaiting,
-        RunResumed,
-        TokenUsage,
-        ArtifactCreated,
-    }
-)
+MATERIALISED: Final[frozenset[type]] = frozenset({NodeAppended, ActiveNodeSwitched, *GLOBAL_EVENTS})
 
 
 def create_session(conn: apsw.Connection, sid: str, event: SessionCreated, at: str) -> None:
@@ -100,38 +77,29 @@ def touch_sessions(conn: apsw.Connection, touched: dict[str, str], counters: Cou
     active.clear()
 
 
-def materialise(  # noqa: C901 - one case per materialised event type
+#: SQLite's SQL of the global rows (:mod:`eventlog.global_rows`).
+SQLITE = Dialect(
+    mark="?",
+    usage_field="COALESCE(json_extract(usage_json, '$.{f}'), 0) + ?",
+    usage_object="json_object({pairs})",
+    insert="INSERT OR IGNORE INTO",
+    ignore="",
+)
+
+
+def materialise(
     conn: apsw.Connection, counters: Counters, sid: str, req: AppendRequest, event: Event
 ) -> None:
     """Apply ``event`` (of a type in :data:`MATERIALISED`) to the materialised tables."""
-    at = req.created_at
     match event:
         case NodeAppended():
-            _append_node(conn, counters, sid, event, at)
+            _append_node(conn, counters, sid, event, req.created_at)
         case ActiveNodeSwitched(to_node_id=to_node):
             counters.active[sid] = to_node
-        case SessionArchived():
-            conn.execute("UPDATE sessions SET status = 'archived' WHERE session_id = ?", (sid,))
-        case AgentCreated():
-            _insert_agent(conn, sid, event, at)
-        case AgentStatusChanged(agent_id=agent_id, status=status, result=result):
-            conn.execute(
-                "UPDATE agents SET status = ?, result_json = COALESCE(?, result_json),"
-                " updated_at = ? WHERE agent_id = ? AND session_id = ?",
-                (status, json_or_none(result), at, agent_id, sid),
-            )
-        case RunStarted():
-            _insert_run(conn, sid, event, at)
-        case RunEnded():
-            _end_run(conn, sid, event, at)
-        case RunWaiting() | RunResumed():
-            _set_run_status(conn, sid, event, at)
-        case TokenUsage():
-            _add_usage(conn, sid, req, event)
-        case ArtifactCreated():
-            _insert_artifact(conn, sid, req, event)
         case _:
-            pass
+            change = statement(SQLITE, sid, req, event)
+            if change is not None:
+                conn.execute(*change)
 
 
 def _append_node(
@@ -158,115 +126,3 @@ def _append_node(
     )
     if event.activate:
         counters.active[sid] = node.node_id
-
-
-def _insert_agent(conn: apsw.Connection, sid: str, event: AgentCreated, at: str) -> None:
-    meta = {"role": event.role, "purpose": event.purpose, **event.metadata}
-    conn.execute(
-        "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, 'idle', NULL, ?, ?, ?)",
-        (
-            event.agent_id,
-            sid,
-            event.parent_agent_id,
-            event.agent_type,
-            event.created_by_run_id,
-            event.fork_from_node_id,
-            json_or_none(meta),
-            at,
-            at,
-        ),
-    )
-
-
-def _insert_run(conn: apsw.Connection, sid: str, event: RunStarted, at: str) -> None:
-    meta = {
-        "phase": event.phase,
-        "attempt": event.attempt,
-        "rng_seed": event.rng_seed,
-        **event.metadata,
-    }
-    conn.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL, 0, NULL, NULL, ?, ?, ?, NULL)",
-        (event.run_id, sid, event.agent_id, event.start_node_id, json_or_none(meta), at, at),
-    )
-
-
-def _set_run_status(
-    conn: apsw.Connection, sid: str, event: RunWaiting | RunResumed, at: str
-) -> None:
-    """A run parks (API ``waiting``: stored ``pending``) or goes on after its wait."""
-    status, detail = stored_run_status("waiting" if isinstance(event, RunWaiting) else "running")
-    conn.execute(
-        "UPDATE runs SET status = ?, status_detail = ?, updated_at = ?"
-        " WHERE run_id = ? AND session_id = ?",
-        (status, detail, at, event.run_id, sid),
-    )
-
-
-def _add_usage(conn: apsw.Connection, sid: str, req: AppendRequest, event: TokenUsage) -> None:
-    """A run not ended keeps its usage so far: ``usage_json`` plus this call's (run_ended
-    then sets the run's own). The SQL adds in place, without reading the row first."""
-    if req.run_id is None:
-        return
-    u = event.usage
-    conn.execute(
-        "UPDATE runs SET usage_json = json_object("
-        "'input_tokens', COALESCE(json_extract(usage_json, '$.input_tokens'), 0) + ?,"
-        " 'output_tokens', COALESCE(json_extract(usage_json, '$.output_tokens'), 0) + ?,"
-        " 'cache_read_tokens', COALESCE(json_extract(usage_json, '$.cache_read_tokens'), 0) + ?,"
-        " 'cache_write_tokens', COALESCE(json_extract(usage_json, '$.cache_write_tokens'), 0) + ?)"
-        " WHERE run_id = ? AND session_id = ? AND status IN ('running', 'pending')",
-        (
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_read_tokens,
-            u.cache_write_tokens,
-            req.run_id,
-            sid,
-        ),
-    )
-
-
-def _end_run(conn: apsw.Connection, sid: str, event: RunEnded, at: str) -> None:
-    status, detail, end_reason = run_end_values(event)
-    conn.execute(
-        "UPDATE runs SET status = ?, status_detail = ?, end_reason = ?, end_node_id = ?,"
-        " turn_count = ?, usage_json = ?, error_json = ?, updated_at = ?"
-        " WHERE run_id = ? AND session_id = ?",
-        (
-            status,
-            detail,
-            end_reason,
-            event.end_node_id,
-            event.turn_count,
-            json_or_none(event.usage),
-            json_or_none(event.error),
-            at,
-            event.run_id,
-            sid,
-        ),
-    )
-
-
-def _insert_artifact(
-    conn: apsw.Connection, sid: str, req: AppendRequest, event: ArtifactCreated
-) -> None:
-    # INSERT OR IGNORE: the first artifact_created of a content-addressed id wins.
-    conn.execute(
-        "INSERT OR IGNORE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            event.artifact_id,
-            sid,
-            req.agent_id,
-            req.run_id,
-            event.node_id,
-            event.tool_call_id,
-            event.path,
-            event.filename,
-            event.mime_type,
-            event.size_bytes,
-            event.summary,
-            json_or_none({"sha256": event.sha256}),
-            req.created_at,
-        ),
-    )
