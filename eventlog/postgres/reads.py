@@ -18,6 +18,7 @@ from eventlog.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
+from eventlog.global_reads import GlobalReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.postgres.connections import Connections, translate_errors
@@ -32,16 +33,8 @@ from eventlog.records import (
     StoredEvent,
 )
 from eventlog.row_decoding import (
-    SESSION_COLUMNS,
-    agent_row,
-    artifact_row,
     node_row,
-    run_row,
-    run_with_usage,
-    session_row,
 )
-from eventlog.row_encoding import usage_of
-from eventlog.seed_enums import api_run_status
 from eventlog.store import SessionDeletion
 
 _LEGACY_NODE_COLUMNS = (
@@ -77,7 +70,10 @@ class PostgresReads:
         self._connections = connections
         self._streams = threading.local()
         self._seed_columns = seed_columns
-        self._detail_column = "status_detail" if seed_columns else "NULL"
+        #: The global tables' reads (:mod:`eventlog.global_reads`).
+        self._rows = GlobalReads(
+            self._query, self._usage_payloads, mark="%s", seed_columns=seed_columns
+        )
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
 
@@ -291,76 +287,38 @@ class PostgresReads:
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""
         sid = validate_session_id(session_id)
-        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = %s", (sid,))
-        if not rows:
+        row = self._rows.read_session(sid)
+        if row is None:
             raise self._unknown(sid)
-        return session_row(rows[0])
+        return row
 
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
-        rows = self._query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
-        )
-        return [session_row(r) for r in rows]
+        return self._rows.list_sessions()
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
-            " fork_from_node_id, status, result_json, metadata_json, created_at, updated_at"
-            " FROM agents WHERE session_id = %s ORDER BY created_at, agent_id",
-            (sid,),
-        )
-        return [agent_row(r) for r in rows]
+        return self._rows.read_agents(self._require(session_id))
 
     def read_runs(self, session_id: str) -> list[RunRow]:
         """Return the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT run_id, session_id, agent_id, status, start_node_id, end_node_id,"
-            " end_reason, turn_count, usage_json, error_json, metadata_json, created_at,"
-            f" updated_at, {self._detail_column} FROM runs WHERE session_id = %s"
-            " ORDER BY created_at, run_id",
-            (sid,),
-        )
-        runs = [run_row(r) for r in rows]
-        if self._seed_columns:
-            return runs
-        return [self._usage_so_far(sid, r) for r in runs]
-
-    def _usage_so_far(self, sid: str, run: RunRow) -> RunRow:
-        """On a database older than schema version 4 (read-only: not migrated), return a
-        run not ended with the usage the migration gives it: the sum of its ``token_usage``."""
-        if run.usage is not None or run.status not in ("running", "waiting"):
-            return run
-        rows = self._query(
-            "SELECT payload_json FROM events WHERE session_id = %s AND run_id = %s"
-            " AND event_type = 'token_usage' ORDER BY seq",
-            (sid, run.run_id),
-        )
-        return run_with_usage(run, usage_of(str(r[0]) for r in rows))
+        return self._rows.read_runs(self._require(session_id))
 
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            f"SELECT run_id, agent_id, status, {self._detail_column} FROM runs"
-            " WHERE session_id = %s ORDER BY created_at, run_id",
-            (sid,),
-        )
-        return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
+        return self._rows.read_run_statuses(self._require(session_id))
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
-        sid = self._require(session_id)
+        return self._rows.read_artifacts(self._require(session_id))
+
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(
-            "SELECT artifact_id, session_id, agent_id, run_id, node_id, tool_call_id, path,"
-            " filename, mime_type, size_bytes, summary, metadata_json, created_at"
-            " FROM artifacts WHERE session_id = %s ORDER BY created_at, artifact_id",
-            (sid,),
+            "SELECT payload_json FROM events WHERE session_id = %s AND run_id = %s"
+            " AND event_type = 'token_usage' ORDER BY seq",
+            (sid, run_id),
         )
-        return [artifact_row(r) for r in rows]
+        return [str(r[0]) for r in rows]
 
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""

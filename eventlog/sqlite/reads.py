@@ -26,6 +26,7 @@ from eventlog.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
+from eventlog.global_reads import GlobalReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.records import (
@@ -38,16 +39,8 @@ from eventlog.records import (
     StoredEvent,
 )
 from eventlog.row_decoding import (
-    SESSION_COLUMNS,
-    agent_row,
-    artifact_row,
     node_row,
-    run_row,
-    run_with_usage,
-    session_row,
 )
-from eventlog.row_encoding import usage_of
-from eventlog.seed_enums import api_run_status
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.paths import path_sql
@@ -112,7 +105,10 @@ class SQLiteReads:
         self._paths = PathMemo()
         self._hash_column = "hash" if chained else "NULL"
         self._seed_columns = seed_columns
-        self._detail_column = "status_detail" if seed_columns else "NULL"
+        #: The global tables' reads (:mod:`eventlog.global_reads`).
+        self._rows = GlobalReads(
+            self._query, self._usage_payloads, mark="?", seed_columns=seed_columns
+        )
 
     # --- reading -------------------------------------------------------------------------
 
@@ -416,66 +412,38 @@ class SQLiteReads:
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""
         sid = validate_session_id(session_id)
-        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
-        if not rows:
+        row = self._rows.read_session(sid)
+        if row is None:
             raise self._unknown(sid)
-        return session_row(rows[0])
+        return row
 
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
-        rows = self._query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
-        )
-        return [session_row(r) for r in rows]
+        return self._rows.list_sessions()
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM agents WHERE session_id = ? ORDER BY created_at, agent_id", (sid,)
-        )
-        return [agent_row(r) for r in rows]
+        return self._rows.read_agents(self._require(session_id))
 
     def read_runs(self, session_id: str) -> list[RunRow]:
         """Return the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
-        )
-        runs = [run_row(r) for r in rows]
-        if self._seed_columns:
-            return runs
-        return [self._usage_so_far(sid, r) for r in runs]
-
-    def _usage_so_far(self, sid: str, run: RunRow) -> RunRow:
-        """On a file older than schema version 5 (read-only: not migrated), return a run
-        not ended with the usage the migration gives it: the sum of its ``token_usage``."""
-        if run.usage is not None or run.status not in ("running", "waiting"):
-            return run
-        rows = self._query(
-            f"SELECT payload_json FROM events_{sid}"
-            " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
-            (run.run_id,),
-        )
-        return run_with_usage(run, usage_of(str(r[0]) for r in rows))
+        return self._rows.read_runs(self._require(session_id))
 
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            f"SELECT run_id, agent_id, status, {self._detail_column} FROM runs"
-            " WHERE session_id = ? ORDER BY created_at, run_id",
-            (sid,),
-        )
-        return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
+        return self._rows.read_run_statuses(self._require(session_id))
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
-        sid = self._require(session_id)
+        return self._rows.read_artifacts(self._require(session_id))
+
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(
-            "SELECT * FROM artifacts WHERE session_id = ? ORDER BY created_at, artifact_id", (sid,)
+            f"SELECT payload_json FROM events_{sid}"
+            " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
+            (run_id,),
         )
-        return [artifact_row(r) for r in rows]
+        return [str(r[0]) for r in rows]
 
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""
