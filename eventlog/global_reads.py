@@ -4,14 +4,16 @@ for every backend.
 Both backends hold these tables with the seed's columns in the seed's order and select
 them by name (:mod:`eventlog.row_decoding` turns a row into its record), so the reads
 differ only in the parameter mark and in where a session's ``token_usage`` events are;
-each backend's readers hold a :class:`GlobalReads` and answer through it.
+each backend's readers subclass :class:`GlobalTableReads`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from eventlog.errors import UnknownSession
+from eventlog.ids import validate_session_id
 from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow
 from eventlog.row_decoding import (
     SESSION_COLUMNS,
@@ -23,11 +25,6 @@ from eventlog.row_decoding import (
 )
 from eventlog.row_encoding import usage_of
 from eventlog.seed_enums import api_run_status
-
-#: Run a query, return its rows.
-Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
-#: The ``payload_json`` of a run's ``token_usage`` events in seq order (session, run).
-UsagePayloads = Callable[[str, str], list[str]]
 
 AGENT_COLUMNS = (
     "agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
@@ -44,28 +41,24 @@ ARTIFACT_COLUMNS = (
 )
 
 
-class GlobalReads:
-    """The global tables' reads of one backend (session ids validated by the caller)."""
+class GlobalTableReads:
+    """The global tables' reads, shared by both backends' readers (which subclass it).
 
-    __slots__ = ("_detail", "_query", "_seed_columns", "_sql", "_usage_payloads")
+    A subclass supplies its query (errors translated), how it requires and names an
+    unknown session, and where a run's ``token_usage`` payloads are.
+    """
 
-    def __init__(
-        self, query: Query, usage_payloads: UsagePayloads, *, mark: str, seed_columns: bool
-    ) -> None:
+    def __init__(self, *, mark: str, seed_columns: bool) -> None:
         """Args:
-        query: the backend's query (its errors translated).
-        usage_payloads: the payloads of a run's ``token_usage`` events.
         mark: the backend's parameter mark.
         seed_columns: ``runs`` has ``status_detail`` and a run not ended its usage so
             far (SQLite schema 5+, PostgreSQL 4+); False only for a read-only store on
             an older file, whose such runs are given the usage their migration gives.
         """
-        self._query = query
-        self._usage_payloads = usage_payloads
         self._seed_columns = seed_columns
         detail = "status_detail" if seed_columns else "NULL"
         by_session = "WHERE session_id = ? ORDER BY created_at"
-        self._sql = {
+        self._global_sql = {
             name: text.replace("?", mark)
             for name, text in {
                 "session": f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?",
@@ -79,22 +72,46 @@ class GlobalReads:
             }.items()
         }
 
-    def read_session(self, sid: str) -> SessionRow | None:
-        """Return the session's row, or None."""
-        rows = self._query(self._sql["session"], (sid,))
-        return session_row(rows[0]) if rows else None
+    # --- what a backend supplies -------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _require(self, session_id: str) -> str:
+        """Return the validated id of a stored session; raise ``UnknownSession`` else."""
+        raise NotImplementedError
+
+    def _unknown(self, sid: str) -> UnknownSession:
+        """The error for a session that is not stored (``DeletedSession`` if deleted)."""
+        raise NotImplementedError
+
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
+        """The ``payload_json`` of the run's ``token_usage`` events, in seq order."""
+        raise NotImplementedError
+
+    # --- the reads -----------------------------------------------------------------------
+
+    def read_session(self, session_id: str) -> SessionRow:
+        """Return the session's row; raise ``UnknownSession`` if there is none."""
+        sid = validate_session_id(session_id)
+        rows = self._query(self._global_sql["session"], (sid,))
+        if not rows:
+            raise self._unknown(sid)
+        return session_row(rows[0])
 
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
-        return [session_row(r) for r in self._query(self._sql["sessions"], ())]
+        return [session_row(r) for r in self._query(self._global_sql["sessions"])]
 
-    def read_agents(self, sid: str) -> list[AgentRow]:
+    def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""
-        return [agent_row(r) for r in self._query(self._sql["agents"], (sid,))]
+        rows = self._query(self._global_sql["agents"], (self._require(session_id),))
+        return [agent_row(r) for r in rows]
 
-    def read_runs(self, sid: str) -> list[RunRow]:
+    def read_runs(self, session_id: str) -> list[RunRow]:
         """Return the session's runs, by creation time."""
-        runs = [run_row(r) for r in self._query(self._sql["runs"], (sid,))]
+        sid = self._require(session_id)
+        runs = [run_row(r) for r in self._query(self._global_sql["runs"], (sid,))]
         if self._seed_columns:
             return runs
         return [self._usage_so_far(sid, r) for r in runs]
@@ -106,11 +123,12 @@ class GlobalReads:
             return run
         return run_with_usage(run, usage_of(self._usage_payloads(sid, run.run_id)))
 
-    def read_run_statuses(self, sid: str) -> list[tuple[str, str | None, str]]:
+    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        rows = self._query(self._sql["statuses"], (sid,))
+        rows = self._query(self._global_sql["statuses"], (self._require(session_id),))
         return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
 
-    def read_artifacts(self, sid: str) -> list[ArtifactRow]:
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""
-        return [artifact_row(r) for r in self._query(self._sql["artifacts"], (sid,))]
+        rows = self._query(self._global_sql["artifacts"], (self._require(session_id),))
+        return [artifact_row(r) for r in rows]

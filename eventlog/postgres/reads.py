@@ -18,18 +18,14 @@ from eventlog.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
-from eventlog.global_reads import GlobalReads
+from eventlog.global_reads import GlobalTableReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.postgres.connections import Connections, translate_errors
 from eventlog.postgres.deletion import list_deletions, read_deletion
 from eventlog.records import (
-    AgentRow,
-    ArtifactRow,
     ChainStatus,
     NodeRow,
-    RunRow,
-    SessionRow,
     StoredEvent,
 )
 from eventlog.row_decoding import (
@@ -56,7 +52,7 @@ def _event(row: Sequence[Any]) -> StoredEvent:
     return StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
 
 
-class PostgresReads:
+class PostgresReads(GlobalTableReads):
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
     def __init__(self, connections: Connections, *, seed_columns: bool = True) -> None:
@@ -70,10 +66,7 @@ class PostgresReads:
         self._connections = connections
         self._streams = threading.local()
         self._seed_columns = seed_columns
-        #: The global tables' reads (:mod:`eventlog.global_reads`).
-        self._rows = GlobalReads(
-            self._query, self._usage_payloads, mark="%s", seed_columns=seed_columns
-        )
+        super().__init__(mark="%s", seed_columns=seed_columns)
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
 
@@ -283,34 +276,6 @@ class PostgresReads:
             return [node_row(r) for r in self._query(sql, (node_id, sid, stop, sid))]
 
         return self._paths.read(sid, session.created_at, walk)
-
-    def read_session(self, session_id: str) -> SessionRow:
-        """Return the session's row; raise ``UnknownSession`` if there is none."""
-        sid = validate_session_id(session_id)
-        row = self._rows.read_session(sid)
-        if row is None:
-            raise self._unknown(sid)
-        return row
-
-    def list_sessions(self) -> list[SessionRow]:
-        """Return every session, oldest first."""
-        return self._rows.list_sessions()
-
-    def read_agents(self, session_id: str) -> list[AgentRow]:
-        """Return the session's agents, by creation time."""
-        return self._rows.read_agents(self._require(session_id))
-
-    def read_runs(self, session_id: str) -> list[RunRow]:
-        """Return the session's runs, by creation time."""
-        return self._rows.read_runs(self._require(session_id))
-
-    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
-        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        return self._rows.read_run_statuses(self._require(session_id))
-
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
-        """Return the session's artifacts."""
-        return self._rows.read_artifacts(self._require(session_id))
 
     def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(

@@ -26,16 +26,12 @@ from eventlog.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
-from eventlog.global_reads import GlobalReads
+from eventlog.global_reads import GlobalTableReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.records import (
-    AgentRow,
-    ArtifactRow,
     ChainStatus,
     NodeRow,
-    RunRow,
-    SessionRow,
     StoredEvent,
 )
 from eventlog.row_decoding import (
@@ -84,7 +80,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class SQLiteReads:
+class SQLiteReads(GlobalTableReads):
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
     def __init__(
@@ -105,10 +101,7 @@ class SQLiteReads:
         self._paths = PathMemo()
         self._hash_column = "hash" if chained else "NULL"
         self._seed_columns = seed_columns
-        #: The global tables' reads (:mod:`eventlog.global_reads`).
-        self._rows = GlobalReads(
-            self._query, self._usage_payloads, mark="?", seed_columns=seed_columns
-        )
+        super().__init__(mark="?", seed_columns=seed_columns)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -408,34 +401,6 @@ class SQLiteReads:
             return [node_row(r) for r in self._query(sql, (node_id, stop))]
 
         return self._paths.read(sid, session.created_at, walk)
-
-    def read_session(self, session_id: str) -> SessionRow:
-        """Return the session's row; raise ``UnknownSession`` if there is none."""
-        sid = validate_session_id(session_id)
-        row = self._rows.read_session(sid)
-        if row is None:
-            raise self._unknown(sid)
-        return row
-
-    def list_sessions(self) -> list[SessionRow]:
-        """Return every session, oldest first."""
-        return self._rows.list_sessions()
-
-    def read_agents(self, session_id: str) -> list[AgentRow]:
-        """Return the session's agents, by creation time."""
-        return self._rows.read_agents(self._require(session_id))
-
-    def read_runs(self, session_id: str) -> list[RunRow]:
-        """Return the session's runs, by creation time."""
-        return self._rows.read_runs(self._require(session_id))
-
-    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
-        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        return self._rows.read_run_statuses(self._require(session_id))
-
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
-        """Return the session's artifacts."""
-        return self._rows.read_artifacts(self._require(session_id))
 
     def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(
