@@ -44,8 +44,8 @@ ARTIFACT_COLUMNS = (
 class GlobalTableReads:
     """The global tables' reads, shared by both backends' readers (which subclass it).
 
-    A subclass supplies its query (errors translated), how it requires and names an
-    unknown session, and where a run's ``token_usage`` payloads are.
+    A subclass supplies its query (errors translated), the error for a session not
+    stored, and where a run's ``token_usage`` payloads are.
     """
 
     def __init__(self, *, mark: str, seed_columns: bool) -> None:
@@ -61,6 +61,7 @@ class GlobalTableReads:
         self._global_sql = {
             name: text.replace("?", mark)
             for name, text in {
+                "exists": "SELECT 1 FROM sessions WHERE session_id = ?",
                 "session": f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?",
                 "sessions": f"SELECT {SESSION_COLUMNS} FROM sessions"
                 " ORDER BY created_at, session_id",
@@ -77,10 +78,6 @@ class GlobalTableReads:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
-    def _require(self, session_id: str) -> str:
-        """Return the validated id of a stored session; raise ``UnknownSession`` else."""
-        raise NotImplementedError
-
     def _unknown(self, sid: str) -> UnknownSession:
         """The error for a session that is not stored (``DeletedSession`` if deleted)."""
         raise NotImplementedError
@@ -90,6 +87,18 @@ class GlobalTableReads:
         raise NotImplementedError
 
     # --- the reads -----------------------------------------------------------------------
+
+    def session_exists(self, session_id: str) -> bool:
+        """Return whether ``session_id`` (validated) is a stored session."""
+        sid = validate_session_id(session_id)
+        return bool(self._query(self._global_sql["exists"], (sid,)))
+
+    def _require(self, session_id: str) -> str:
+        """Return the validated id of a stored session; raise ``UnknownSession`` else."""
+        sid = validate_session_id(session_id)
+        if not self.session_exists(sid):
+            raise self._unknown(sid)
+        return sid
 
     def read_session(self, session_id: str) -> SessionRow:
         """Return the session's row; raise ``UnknownSession`` if there is none."""

@@ -92,17 +92,6 @@ class PostgresReads(GlobalTableReads):
         with translate_errors("reading"):
             return self._connections.reader().execute(sql, params).fetchall()
 
-    def session_exists(self, session_id: str) -> bool:
-        """Return whether ``session_id`` (validated) is a stored session."""
-        sid = validate_session_id(session_id)
-        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = %s", (sid,)))
-
-    def _require(self, session_id: str) -> str:
-        sid = validate_session_id(session_id)
-        if not self.session_exists(sid):
-            raise self._unknown(sid)
-        return sid
-
     def _unknown(self, sid: str) -> UnknownSession:
         """``DeletedSession`` (saying when) for a deleted session, else ``UnknownSession``."""
         gone = self.read_deletion(sid)

@@ -125,17 +125,6 @@ class SQLiteReads(GlobalTableReads):
                 " the database file was changed outside clew"
             ) from e
 
-    def session_exists(self, session_id: str) -> bool:
-        """Return whether ``session_id`` (validated) is a stored session."""
-        sid = validate_session_id(session_id)
-        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)))
-
-    def _require(self, session_id: str) -> str:
-        sid = validate_session_id(session_id)
-        if not self.session_exists(sid):
-            raise self._unknown(sid)
-        return sid
-
     def _unknown(self, sid: str) -> UnknownSession:
         """The error for a session that is not stored: ``DeletedSession`` (saying when)
         for one the audit table records as deleted."""
