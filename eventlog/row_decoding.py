@@ -17,6 +17,7 @@ from eventlog.codec import decode_event
 from eventlog.errors import IntegrityError
 from eventlog.events import NodeAppended
 from eventlog.records import AgentRow, ArtifactRow, NodeRow, RunRow, SessionRow
+from eventlog.seed_enums import api_end_reason, api_run_status
 
 SESSION_COLUMNS = (
     "session_id, cwd, root_agent_id, active_node_id, parent_session_id, status,"
@@ -47,11 +48,12 @@ def session_row(row: Sequence[Any]) -> SessionRow:
     )
 
 
-#: A node row as both stores select it, whatever the layout of the row: the columns of a
-#: node row made before schema version 4 (content by value), then ``event_seq`` and the
-#: ``payload_json`` of that event (NULL, NULL for such a row). A row that refers to its
-#: event (``event_seq`` set) leaves run_id, content_json, metadata_json and token_count
-#: NULL: they come from the event's node.
+#: A node row as both stores select it, whatever the layout of the row: the seed's columns
+#: (the row holds the content), then ``event_seq`` and the ``payload_json`` of that event
+#: (NULL, NULL for such a row). Only a row written at SQLite schema version 4 / PostgreSQL
+#: schema version 3 and not migrated since (a read-only store on an older file) refers
+#: to its event (``event_seq`` set) and leaves run_id, content_json, metadata_json and
+#: token_count NULL: they come from the event's node.
 NODE_COLUMNS = (
     "node_id, node_seq, parent_id, agent_id, run_id, role, node_type, content_json,"
     " metadata_json, token_count, created_at, event_seq, payload_json"
@@ -129,15 +131,21 @@ def agent_row(r: Sequence[Any]) -> AgentRow:
 
 
 def run_row(r: Sequence[Any]) -> RunRow:
-    """Return the record of a ``runs`` row, in its table's column order."""
+    """Return the record of a ``runs`` row, in its table's column order: the seed's 13
+    columns, then ``status_detail`` (absent from a file older than schema version 5).
+
+    The status and end reason are the API's (:mod:`eventlog.seed_enums`): a parked run,
+    stored ``pending``, reads ``waiting``.
+    """
+    detail = r[13] if len(r) > 13 else None
     return RunRow(
         run_id=r[0],
         session_id=r[1],
         agent_id=r[2],
-        status=r[3],
+        status=api_run_status(r[3], detail),
         start_node_id=r[4],
         end_node_id=r[5],
-        end_reason=r[6],
+        end_reason=api_end_reason(r[3], r[6]),
         turn_count=r[7],
         usage=loads(r[8]),
         error=loads(r[9]),
@@ -145,6 +153,12 @@ def run_row(r: Sequence[Any]) -> RunRow:
         created_at=r[11],
         updated_at=r[12],
     )
+
+
+def run_with_usage(run: RunRow, usage_json: str | None) -> RunRow:
+    """Return ``run`` with the usage ``usage_json`` holds (a read of a run not ended on
+    a file older than the usage so far: what the migration gives it)."""
+    return msgspec.structs.replace(run, usage=loads(usage_json))
 
 
 def artifact_row(r: Sequence[Any]) -> ArtifactRow:

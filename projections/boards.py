@@ -15,6 +15,10 @@ with them. The rules, one per event type:
 - ``run_started``: status ``running``, turn_count 0, usage/error/end_* NULL, metadata
   ``{"phase", "attempt", "rng_seed", **metadata}``.
 - ``run_ended``: status, end_reason, end_node_id, turn_count, usage, error, updated_at.
+- ``run_waiting`` / ``run_resumed``: status ``waiting`` / ``running``, updated_at.
+- ``token_usage`` of a run not ended (``running``, ``waiting``): usage becomes its usage
+  so far plus the call's (NULL counts as zero); updated_at unchanged. So a parked run's
+  row shows what it has cost so far; ``run_ended`` then sets the run's own usage.
 - ``artifact_created``: the first one per artifact_id wins (``INSERT OR IGNORE``);
   agent_id / run_id come from the event's envelope; metadata ``{"sha256"}``.
 
@@ -41,6 +45,8 @@ from eventlog.events import (
     RunStarted,
     RunWaiting,
     SessionCreated,
+    TokenUsage,
+    Usage,
 )
 from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow, StoredEvent
 from projections.folding import ComparedByValue, fold, fold_all
@@ -48,6 +54,8 @@ from projections.folding import ComparedByValue, fold, fold_all
 #: ``fold`` is :func:`projections.folding.fold`, exported here like every projection's.
 __all__ = ["INTERRUPTED", "LIVE_RUN_STATUSES", "Boards", "Liveness", "fold", "rebuild"]
 
+#: Statuses of a run not ended, whose usage so far each ``token_usage`` adds to.
+_ACCRUING: Final = frozenset({"running", "waiting"})
 #: Run statuses that mean "an owner is working on it" — interrupted if the owner is gone.
 LIVE_RUN_STATUSES: Final = frozenset({"running", "pending"})
 INTERRUPTED: Final = "interrupted"
@@ -213,6 +221,16 @@ class Boards(ComparedByValue):
         assert isinstance(e, RunResumed)
         _update(self.runs, e.run_id, stored.created_at, status="running")
 
+    def _token_usage(self, stored: StoredEvent) -> None:
+        e = stored.event
+        assert isinstance(e, TokenUsage)
+        row = self.runs.get(stored.run_id or "")
+        if row is None or row.status not in _ACCRUING:
+            return
+        so_far = Usage() if row.usage is None else msgspec.convert(row.usage, Usage)
+        usage = msgspec.structs.asdict(so_far.plus(e.usage))
+        self.runs[row.run_id] = msgspec.structs.replace(row, usage=usage)
+
     def _artifact_created(self, stored: StoredEvent) -> None:
         e = stored.event
         assert isinstance(e, ArtifactCreated)
@@ -313,6 +331,7 @@ class Boards(ComparedByValue):
         "run_ended": _run_ended,
         "run_waiting": _run_waiting,
         "run_resumed": _run_resumed,
+        "token_usage": _token_usage,
         "artifact_created": _artifact_created,
     }
 

@@ -133,8 +133,20 @@ def case_conversation(
     for n, points in results.items():
         for k, (msgs, secs, size) in enumerate(points):
             growth = f"{size / points[k - 1][2]:.2f}" if k else "-"
-            rows.append([n, msgs, f"{secs:.2f}", f"{size / 1e6:.3f}", growth])
-    table(["system", "messages", "s (cumulative)", "MB on disk", "× per doubling"], rows)
+            rows.append(
+                [n, msgs, f"{secs:.2f}", f"{size / 1e6:.3f}", f"{size / msgs:,.0f}", growth]
+            )
+    table(
+        [
+            "system",
+            "messages",
+            "s (cumulative)",
+            "MB on disk",
+            "bytes per message",
+            "× per doubling",
+        ],
+        rows,
+    )
     last = {n: p[-1] for n, p in results.items()}
     clew = last["clew Runtime"]
     table(

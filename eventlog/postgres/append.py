@@ -24,6 +24,8 @@ import msgspec
 import psycopg
 
 from eventlog.artifact_plan import plan_artifacts
+from eventlog.chain import GENESIS, link
+from eventlog.envelope import node_id_of, tool_call_id_of, type_info
 from eventlog.errors import ClewError, InvalidSessionId, StoreError, UnknownSession
 from eventlog.events import (
     Event,
@@ -37,8 +39,6 @@ from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import translate_error
 from eventlog.postgres.materialise import create_session, materialise
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.sqlite.append import _node_id, _tool_call_id, _type_info
-from eventlog.sqlite.chain import GENESIS, link
 
 Conn = psycopg.Connection[Any]
 Results = list[list[StoredEvent] | ClewError | None]
@@ -47,6 +47,7 @@ FaultHook = Callable[[str], None]
 CHANNEL = "clew_events"
 
 _encode = msgspec.json.Encoder().encode
+#: An ``events`` row: the seed's columns in order, its chain hash, its session.
 _INSERT = "INSERT INTO events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 _COPY = "COPY events FROM STDIN"
 
@@ -264,8 +265,7 @@ class BatchAppend:
         node_seq = None
         if isinstance(event, NodeAppended):
             node_seq = state.node_seq[sid] = state.node_seq[sid] + 1
-        # _insert_event below numbers the event state.seq[sid] + 1: the node row refers to it.
-        materialise(conn, node_seq, sid, req, event, event_seq=state.seq[sid] + 1)
+        materialise(conn, node_seq, sid, req, event)
         if self._fault is not None:
             self._fault("before_event_row")
         out.append(self._insert_event(conn, state, req, event, pending))
@@ -284,9 +284,9 @@ class BatchAppend:
         run_id = req.run_id
         run_seq = self._next_run_seq(conn, state, sid, run_id) if run_id else None
         ev_id = event_id(sid, run_id, run_seq, seq)
-        etype, level, has_node, has_tool = _type_info(event)
-        node_id = _node_id(event) if has_node else None
-        tool_call_id = _tool_call_id(event) if has_tool else None
+        etype, level, has_node, has_tool = type_info(event)
+        node_id = node_id_of(event) if has_node else None
+        tool_call_id = tool_call_id_of(event) if has_tool else None
         stored = StoredEvent(
             ev_id, seq, run_seq, req.agent_id, run_id, level, etype, node_id, tool_call_id,
             req.created_at, event,
@@ -295,7 +295,7 @@ class BatchAppend:
         values = (*columns, _encode(event).decode(), created_at)
         digest = state.head[sid] = link(state.head[sid], values)
         state.touched[sid] = req.created_at
-        row = (sid, seq, ev_id, *values[2:], digest)
+        row = (*values, digest, sid)
         if pending is None:
             conn.execute(_INSERT, row)
         else:

@@ -1,5 +1,6 @@
 """The materialised rows on PostgreSQL, written in the transaction of the event that changes
-them: the same rules as :mod:`eventlog.sqlite.materialise`, on the shared tables.
+them: the same rules as :mod:`eventlog.sqlite.materialise`, on the shared tables (the
+global rows' statements are :mod:`eventlog.global_rows`', in the :data:`POSTGRES` dialect).
 
 Every row names its session, so an event of one session never changes another's rows.
 """
@@ -10,29 +11,18 @@ from typing import Any
 
 import psycopg
 
-from eventlog.codec import encode
 from eventlog.events import (
     ActiveNodeSwitched,
-    AgentCreated,
-    AgentStatusChanged,
-    ArtifactCreated,
     Event,
     Node,
     NodeAppended,
-    RunEnded,
-    RunResumed,
-    RunStarted,
-    RunWaiting,
-    SessionArchived,
     SessionCreated,
 )
+from eventlog.global_rows import Dialect, statement
 from eventlog.records import AppendRequest
+from eventlog.row_encoding import json_or_none, node_content
 
 Conn = psycopg.Connection[Any]
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else encode(value).decode()
 
 
 def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None:
@@ -46,148 +36,62 @@ def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None
             event.cwd,
             event.root_agent_id,
             event.parent_session_id,
-            _json_or_none(event.metadata),
+            json_or_none(event.metadata),
             at,
             at,
         ),
     )
 
 
-def materialise(  # noqa: C901 - one case per materialised event type, as on SQLite
-    conn: Conn,
-    node_seq: int | None,
-    sid: str,
-    req: AppendRequest,
-    event: Event,
-    event_seq: int | None = None,
+#: PostgreSQL's SQL of the global rows (:mod:`eventlog.global_rows`).
+POSTGRES = Dialect(
+    mark="%s",
+    usage_field="COALESCE((usage_json::json ->> '{f}')::bigint, 0) + ?",
+    usage_object="json_build_object({pairs})::text",
+    insert="INSERT INTO",
+    ignore=" ON CONFLICT DO NOTHING",
+)
+
+
+def materialise(
+    conn: Conn, node_seq: int | None, sid: str, req: AppendRequest, event: Event
 ) -> None:
-    """Apply ``event`` to the materialised tables (for a node_appended: ``node_seq``, the
-    node's number, and ``event_seq``, the seq its event takes)."""
-    at = req.created_at
+    """Apply ``event`` to the materialised tables (``node_seq``: a node_appended's number)."""
     match event:
         case NodeAppended():
-            assert node_seq is not None and event_seq is not None
-            _insert_node(conn, sid, event.node, node_seq, event_seq, at)
+            assert node_seq is not None
+            _insert_node(conn, sid, event.node, node_seq, req.created_at)
             if event.activate:
                 _set_active_node(conn, sid, event.node.node_id)
         case ActiveNodeSwitched(to_node_id=to_node):
             _set_active_node(conn, sid, to_node)
-        case SessionArchived():
-            conn.execute("UPDATE sessions SET status = 'archived' WHERE session_id = %s", (sid,))
-        case AgentCreated():
-            meta = {"role": event.role, "purpose": event.purpose, **event.metadata}
-            conn.execute(
-                "INSERT INTO agents VALUES (%s, %s, %s, %s, %s, %s, 'idle', NULL, %s, %s, %s)",
-                (
-                    sid,
-                    event.agent_id,
-                    event.parent_agent_id,
-                    event.agent_type,
-                    event.created_by_run_id,
-                    event.fork_from_node_id,
-                    _json_or_none(meta),
-                    at,
-                    at,
-                ),
-            )
-        case AgentStatusChanged(agent_id=agent_id, status=status, result=result):
-            conn.execute(
-                "UPDATE agents SET status = %s, result_json = COALESCE(%s, result_json),"
-                " updated_at = %s WHERE agent_id = %s AND session_id = %s",
-                (status, _json_or_none(result), at, agent_id, sid),
-            )
-        case RunStarted():
-            _insert_run(conn, sid, event, at)
-        case RunEnded():
-            _end_run(conn, sid, event, at)
-        case RunWaiting() | RunResumed():
-            run_status = "waiting" if isinstance(event, RunWaiting) else "running"
-            conn.execute(
-                "UPDATE runs SET status = %s, updated_at = %s"
-                " WHERE run_id = %s AND session_id = %s",
-                (run_status, at, event.run_id, sid),
-            )
-        case ArtifactCreated():
-            _insert_artifact(conn, sid, req, event)
         case _:
-            pass
+            change = statement(POSTGRES, sid, req, event)
+            if change is not None:
+                conn.execute(*change)
 
 
 def _set_active_node(conn: Conn, sid: str, node_id: str) -> None:
     conn.execute("UPDATE sessions SET active_node_id = %s WHERE session_id = %s", (node_id, sid))
 
 
-def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, event_seq: int, at: str) -> None:
-    # The content, metadata, run and token count live in the event (seq ``event_seq``)
-    # this request inserts next: stored once. The row keeps the tree's shape.
+def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, at: str) -> None:
+    # The row holds the content as its event does (the seed's columns, docs/storage.md).
+    run_id, content, metadata, tokens = node_content(node)
     conn.execute(
-        "INSERT INTO nodes (session_id, node_id, node_seq, parent_id, agent_id, role,"
-        " node_type, created_at, event_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
-            sid,
             node.node_id,
             node_seq,
             node.parent_id,
             node.agent_id,
+            run_id,
             node.role,
             node.node_type,
+            content,
+            metadata,
+            tokens,
             at,
-            event_seq,
-        ),
-    )
-
-
-def _insert_run(conn: Conn, sid: str, event: RunStarted, at: str) -> None:
-    meta = {
-        "phase": event.phase,
-        "attempt": event.attempt,
-        "rng_seed": event.rng_seed,
-        **event.metadata,
-    }
-    conn.execute(
-        "INSERT INTO runs VALUES"
-        " (%s, %s, %s, 'running', %s, NULL, NULL, 0, NULL, NULL, %s, %s, %s)",
-        (sid, event.run_id, event.agent_id, event.start_node_id, _json_or_none(meta), at, at),
-    )
-
-
-def _end_run(conn: Conn, sid: str, event: RunEnded, at: str) -> None:
-    conn.execute(
-        "UPDATE runs SET status = %s, end_reason = %s, end_node_id = %s, turn_count = %s,"
-        " usage_json = %s, error_json = %s, updated_at = %s"
-        " WHERE run_id = %s AND session_id = %s",
-        (
-            event.status,
-            event.end_reason,
-            event.end_node_id,
-            event.turn_count,
-            _json_or_none(event.usage),
-            _json_or_none(event.error),
-            at,
-            event.run_id,
             sid,
-        ),
-    )
-
-
-def _insert_artifact(conn: Conn, sid: str, req: AppendRequest, event: ArtifactCreated) -> None:
-    # ON CONFLICT DO NOTHING: the first artifact_created of a content-addressed id wins.
-    conn.execute(
-        "INSERT INTO artifacts VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-        " ON CONFLICT DO NOTHING",
-        (
-            sid,
-            event.artifact_id,
-            req.agent_id,
-            req.run_id,
-            event.node_id,
-            event.tool_call_id,
-            event.path,
-            event.filename,
-            event.mime_type,
-            event.size_bytes,
-            event.summary,
-            _json_or_none({"sha256": event.sha256}),
-            req.created_at,
         ),
     )

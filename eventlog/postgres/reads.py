@@ -2,7 +2,7 @@
 
 A full read of a session (:meth:`PostgresReads.iter_events`, :meth:`check_chain`) runs in
 one ``REPEATABLE READ`` snapshot on a connection of its own, so the chain head agrees
-with the rows, and follows the hash chain (:mod:`eventlog.sqlite.chain`: the same rows,
+with the rows, and follows the hash chain (:mod:`eventlog.chain`: the same rows,
 the same hashes) as it streams through a server-side cursor.
 """
 
@@ -14,31 +14,23 @@ from typing import Any
 
 import psycopg
 
+from eventlog.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.codec import decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, UnknownSession
+from eventlog.global_reads import GlobalTableReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.postgres.connections import Connections, translate_errors
 from eventlog.postgres.deletion import list_deletions, read_deletion
 from eventlog.records import (
-    AgentRow,
-    ArtifactRow,
     ChainStatus,
     NodeRow,
-    RunRow,
-    SessionRow,
     StoredEvent,
 )
 from eventlog.row_decoding import (
-    SESSION_COLUMNS,
-    agent_row,
-    artifact_row,
     node_row,
-    run_row,
-    session_row,
 )
-from eventlog.sqlite.chain import EVENT_COLUMNS, ChainWalk
 from eventlog.store import SessionDeletion
 
 _LEGACY_NODE_COLUMNS = (
@@ -60,48 +52,45 @@ def _event(row: Sequence[Any]) -> StoredEvent:
     return StoredEvent(a, b, c, d, e, f, g, h, i, k, event)
 
 
-class PostgresReads:
+class PostgresReads(GlobalTableReads):
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections) -> None:
+    def __init__(self, connections: Connections, *, seed_columns: bool = True) -> None:
+        """Read through ``connections``.
+
+        Args:
+            seed_columns: every node row holds its content and ``runs`` has
+                ``status_detail`` (schema version 4+); False only for a read-only store
+                on an older database, whose version 3 node rows refer to their events.
+        """
         self._connections = connections
         self._streams = threading.local()
-        self._nodes_refer = False
+        self._seed_columns = seed_columns
+        super().__init__(mark="%s", seed_columns=seed_columns)
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
 
     def _node_select(self) -> tuple[str, str]:
         """Return the select list of node rows (``nodes n``) and the join it needs.
 
-        A read-only store may read a database older than schema version 3, whose
-        ``nodes`` has no ``event_seq``: every row holds its content. Only a yes is
-        cached (another process may migrate the database meanwhile).
+        Every node row holds its content since schema version 4. A read-only store on
+        a version 3 database joins its rows with their event (those written at version 3
+        refer to it); on an older one no row does. Looked up on every read: a writable
+        process may migrate the database meanwhile.
         """
-        if not self._nodes_refer:
+        if not self._seed_columns:
             found = self._query(
                 "SELECT 1 FROM information_schema.columns"
                 " WHERE table_name = 'nodes' AND column_name = 'event_seq'"
                 " AND table_schema = current_schema()"
             )
-            if not found:
-                return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
-            self._nodes_refer = True
-        return _NODE_COLUMNS, _EVENT_JOIN
+            if found:
+                return _NODE_COLUMNS, _EVENT_JOIN
+        return f"{_LEGACY_NODE_COLUMNS}, NULL, NULL", ""
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"):
             return self._connections.reader().execute(sql, params).fetchall()
-
-    def session_exists(self, session_id: str) -> bool:
-        """Return whether ``session_id`` (validated) is a stored session."""
-        sid = validate_session_id(session_id)
-        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = %s", (sid,)))
-
-    def _require(self, session_id: str) -> str:
-        sid = validate_session_id(session_id)
-        if not self.session_exists(sid):
-            raise self._unknown(sid)
-        return sid
 
     def _unknown(self, sid: str) -> UnknownSession:
         """``DeletedSession`` (saying when) for a deleted session, else ``UnknownSession``."""
@@ -277,63 +266,13 @@ class PostgresReads:
 
         return self._paths.read(sid, session.created_at, walk)
 
-    def read_session(self, session_id: str) -> SessionRow:
-        """Return the session's row; raise ``UnknownSession`` if there is none."""
-        sid = validate_session_id(session_id)
-        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = %s", (sid,))
-        if not rows:
-            raise self._unknown(sid)
-        return session_row(rows[0])
-
-    def list_sessions(self) -> list[SessionRow]:
-        """Return every session, oldest first."""
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+            "SELECT payload_json FROM events WHERE session_id = %s AND run_id = %s"
+            " AND event_type = 'token_usage' ORDER BY seq",
+            (sid, run_id),
         )
-        return [session_row(r) for r in rows]
-
-    def read_agents(self, session_id: str) -> list[AgentRow]:
-        """Return the session's agents, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
-            " fork_from_node_id, status, result_json, metadata_json, created_at, updated_at"
-            " FROM agents WHERE session_id = %s ORDER BY created_at, agent_id",
-            (sid,),
-        )
-        return [agent_row(r) for r in rows]
-
-    def read_runs(self, session_id: str) -> list[RunRow]:
-        """Return the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT run_id, session_id, agent_id, status, start_node_id, end_node_id,"
-            " end_reason, turn_count, usage_json, error_json, metadata_json, created_at,"
-            " updated_at FROM runs WHERE session_id = %s ORDER BY created_at, run_id",
-            (sid,),
-        )
-        return [run_row(r) for r in rows]
-
-    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
-        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT run_id, agent_id, status FROM runs WHERE session_id = %s"
-            " ORDER BY created_at, run_id",
-            (sid,),
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
-        """Return the session's artifacts."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT artifact_id, session_id, agent_id, run_id, node_id, tool_call_id, path,"
-            " filename, mime_type, size_bytes, summary, metadata_json, created_at"
-            " FROM artifacts WHERE session_id = %s ORDER BY created_at, artifact_id",
-            (sid,),
-        )
-        return [artifact_row(r) for r in rows]
+        return [str(r[0]) for r in rows]
 
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""

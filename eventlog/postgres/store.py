@@ -18,7 +18,13 @@ from eventlog.postgres.append import BatchAppend, FaultHook
 from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import Connections, redact, translate_errors
 from eventlog.postgres.reads import PostgresReads
-from eventlog.postgres.schema import OLDEST_READABLE, check_not_newer, migrate, schema_version
+from eventlog.postgres.schema import (
+    OLDEST_READABLE,
+    SCHEMA_VERSION,
+    check_not_newer,
+    migrate,
+    schema_version,
+)
 from eventlog.records import AppendRequest, StoredEvent
 from eventlog.store import SessionDeletion
 
@@ -52,6 +58,7 @@ class PostgresStore(PostgresReads):
         conn = connections.connect(autocommit=False)
         try:
             with translate_errors(f"opening {redact(url)}"):
+                version = SCHEMA_VERSION
                 if read_only:
                     version = schema_version(conn)
                     conn.rollback()
@@ -67,7 +74,7 @@ class PostgresStore(PostgresReads):
             connections.close()
             raise
         conn.close()
-        super().__init__(connections)
+        super().__init__(connections, seed_columns=version >= 4)
         self._blobs = BlobArtifacts(connections)
         self._append = BatchAppend(connections.writer, self._blobs, artifact_threshold, fault_hook)
 

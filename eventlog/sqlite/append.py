@@ -19,19 +19,14 @@ import msgspec
 
 from eventlog.artifact_plan import plan_artifacts
 from eventlog.artifacts import ArtifactFiles
+from eventlog.envelope import node_id_of, tool_call_id_of, type_info
 from eventlog.errors import ClewError, InvalidSessionId, StoreError
 from eventlog.events import (
-    ActiveNodeSwitched,
-    ArtifactCreated,
     Event,
-    InDoubtResolved,
     NodeAppended,
     SessionCreated,
     ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
     event_type_of,
-    level_of,
 )
 from eventlog.ids import event_id, validate_session_id
 from eventlog.records import AppendRequest, StoredEvent
@@ -49,44 +44,6 @@ Pending = dict[str, list[tuple[Any, ...]]]
 FaultHook = Callable[[str], None]
 
 _encode = msgspec.json.Encoder().encode
-_TOOL_CALL_EVENTS = (ToolCallStarted, ToolCallFinished, ToolFailed, InDoubtResolved)
-#: Events whose ``tool_call_id`` column is filled: the tool call events, and an artifact
-#: holding a tool's result.
-_TOOL_ID_EVENTS = (*_TOOL_CALL_EVENTS, ArtifactCreated)
-_NODE_EVENTS = (NodeAppended, ActiveNodeSwitched, ArtifactCreated)
-#: Per event class: (event_type, level, may carry node_id, may carry tool_call_id). Looked
-#: up once per event instead of re-deriving the tag and running isinstance chains.
-_TYPE_INFO: dict[type, tuple[str, str, bool, bool]] = {}
-
-
-def _type_info(event: Event) -> tuple[str, str, bool, bool]:
-    cls = type(event)
-    info = _TYPE_INFO.get(cls)
-    if info is None:
-        info = (
-            event_type_of(event),
-            level_of(event),
-            cls in _NODE_EVENTS,
-            issubclass(cls, _TOOL_ID_EVENTS),
-        )
-        _TYPE_INFO[cls] = info
-    return info
-
-
-def _node_id(event: Event) -> str | None:
-    if isinstance(event, NodeAppended):
-        return event.node.node_id
-    if isinstance(event, ActiveNodeSwitched):
-        return event.to_node_id
-    if isinstance(event, ArtifactCreated):
-        return event.node_id
-    return None
-
-
-def _tool_call_id(event: Event) -> str | None:
-    if isinstance(event, _TOOL_ID_EVENTS):
-        return event.tool_call_id
-    return None
 
 
 class _Retry(Exception):
@@ -331,9 +288,9 @@ class BatchAppend:
         run_id = req.run_id
         run_seq = counters.next_run_seq(conn, sid, run_id) if run_id else None
         ev_id = event_id(sid, run_id, run_seq, seq)
-        etype, level, has_node, has_tool = _type_info(event)
-        node_id = _node_id(event) if has_node else None
-        tool_call_id = _tool_call_id(event) if has_tool else None
+        etype, level, has_node, has_tool = type_info(event)
+        node_id = node_id_of(event) if has_node else None
+        tool_call_id = tool_call_id_of(event) if has_tool else None
         stored = StoredEvent(
             ev_id,
             seq,
@@ -351,7 +308,7 @@ class BatchAppend:
         # event's place before created_at (the events_<sid> columns, eventlog.sqlite.schema).
         *columns, created_at, _ = msgspec.structs.astuple(stored)
         values = (*columns, _encode(event).decode(), created_at)
-        # The hash chain (eventlog.sqlite.chain): the row's hash seals it and every row before.
+        # The hash chain (eventlog.chain): the row's hash seals it and every row before.
         row = (*values, counters.chain(conn, sid, values))
         if pending is None:
             conn.execute(self._insert_sql(sid), row)

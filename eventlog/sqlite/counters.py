@@ -14,11 +14,10 @@ from typing import Any, TypeVar
 
 import apsw
 
+from eventlog.chain import EVENT_COLUMNS, GENESIS, link
 from eventlog.errors import UnknownSession
 from eventlog.events import SessionCreated
 from eventlog.records import AppendRequest
-from eventlog.sqlite.chain import GENESIS, link, load_head
-from eventlog.sqlite.schema import nodes_by_reference
 
 #: What :meth:`Counters.snapshot` saves of one request: seq, node_seq, run_seq, chain head,
 #: the session's active node set in this transaction.
@@ -37,7 +36,7 @@ def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> in
 class Counters:
     """Per-session counters and the set of sessions known to exist (session ids valid)."""
 
-    __slots__ = ("active", "by_reference", "head", "known_sessions", "node_seq", "run_seq", "seq")
+    __slots__ = ("active", "head", "known_sessions", "node_seq", "run_seq", "seq")
 
     def __init__(self) -> None:
         self.known_sessions: set[str] = set()
@@ -48,9 +47,6 @@ class Counters:
         #: The active node each session was given in the open transaction, written to its
         #: ``sessions`` row once, with the batch's other changes to it (touch_sessions).
         self.active: dict[str, str] = {}
-        #: Whether each session's node rows refer to their events (schema version 4+)
-        #: or hold their content (sessions made before): read once per session.
-        self.by_reference: dict[str, bool] = {}
 
     def session_created(self, sid: str) -> None:
         """Record a session created in this transaction: it exists, its counters are 0."""
@@ -58,14 +54,6 @@ class Counters:
         self.seq[sid] = 0
         self.node_seq[sid] = 0
         self.head[sid] = GENESIS
-        self.by_reference[sid] = True
-
-    def nodes_by_reference(self, conn: apsw.Connection, sid: str) -> bool:
-        """Return whether the session's node rows refer to their ``node_appended`` event."""
-        known = self.by_reference.get(sid)
-        if known is None:
-            known = self.by_reference[sid] = nodes_by_reference(conn, sid)
-        return known
 
     def ensure_session(self, conn: apsw.Connection, sid: str) -> None:
         """Raise ``UnknownSession`` unless ``sid`` is a stored session."""
@@ -79,13 +67,6 @@ class Counters:
     def next_seq(self, conn: apsw.Connection, sid: str) -> int:
         """Take the session's next event ``seq``."""
         return _take(self.seq, sid, conn, f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}")
-
-    def upcoming_seq(self, conn: apsw.Connection, sid: str) -> int:
-        """Return the ``seq`` the session's next event will take, without taking it."""
-        n = self.seq.get(sid)
-        if n is None:
-            n = self.seq[sid] = _scalar(conn, f"SELECT COALESCE(MAX(seq), 0) FROM events_{sid}")
-        return n + 1
 
     def next_node_seq(self, conn: apsw.Connection, sid: str) -> int:
         """Take the session's next ``node_seq``."""
@@ -141,7 +122,6 @@ class Counters:
         self.seq.pop(sid, None)
         self.node_seq.pop(sid, None)
         self.head.pop(sid, None)
-        self.by_reference.pop(sid, None)
         for key in [k for k in self.run_seq if k[0] == sid]:
             del self.run_seq[key]
 
@@ -153,7 +133,6 @@ class Counters:
         self.head.clear()
         self.active.clear()
         self.known_sessions.clear()
-        self.by_reference.clear()
 
 
 def _take(
@@ -173,3 +152,19 @@ def _put(cache: dict[Any, V], key: Any, value: V | None) -> None:
         cache.pop(key, None)
     else:
         cache[key] = value
+
+
+def load_head(conn: apsw.Connection, sid: str) -> str:
+    """Return the hash the session's next row chains to (``sid`` validated).
+
+    ``sessions.chain_head`` once the session has a chained row; else the running
+    digest of its legacy rows (read once per writer and session: the first row the
+    writer appends to an old session seals what was there).
+    """
+    row = conn.execute("SELECT chain_head FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+    if row is not None and row[0] is not None:
+        return str(row[0])
+    digest = GENESIS
+    for values in conn.execute(f"SELECT {EVENT_COLUMNS} FROM events_{sid} ORDER BY seq"):
+        digest = link(digest, values)
+    return digest

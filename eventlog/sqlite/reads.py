@@ -5,7 +5,7 @@ write side; they are apart because the write path and the read path change for
 different reasons.
 
 A full read of a session (:meth:`SQLiteReads.iter_events`, :meth:`SQLiteReads.check_chain`)
-follows its hash chain (:mod:`eventlog.sqlite.chain`) and raises ``IntegrityError`` at
+follows its hash chain (:mod:`eventlog.chain`) and raises ``IntegrityError`` at
 the first break; a stored value that is not valid UTF-8 (a flipped byte) is an
 ``IntegrityError`` from every reader, never a ``UnicodeDecodeError``.
 """
@@ -22,29 +22,21 @@ from typing import Any
 import apsw
 import msgspec
 
+from eventlog.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.codec import CURRENT_BY_CLASS, EVENT_DECODER, decode_event
 from eventlog.deletions import deleted_error
 from eventlog.errors import DecodeError, IntegrityError, UnknownSession
+from eventlog.global_reads import GlobalTableReads
 from eventlog.ids import validate_session_id
 from eventlog.path_memo import PathMemo
 from eventlog.records import (
-    AgentRow,
-    ArtifactRow,
     ChainStatus,
     NodeRow,
-    RunRow,
-    SessionRow,
     StoredEvent,
 )
 from eventlog.row_decoding import (
-    SESSION_COLUMNS,
-    agent_row,
-    artifact_row,
     node_row,
-    run_row,
-    session_row,
 )
-from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, ChainWalk, follow_chain
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.paths import path_sql
@@ -88,23 +80,28 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class SQLiteReads:
+class SQLiteReads(GlobalTableReads):
     """Readers of sessions, events, nodes, runs, agents and artifacts."""
 
-    def __init__(self, connections: Connections, *, chained: bool = True) -> None:
+    def __init__(
+        self, connections: Connections, *, chained: bool = True, seed_columns: bool = True
+    ) -> None:
         """Read through ``connections`` (a reader connection per thread).
 
         Args:
             chained: the file has the hash chain (schema version 2+); False only for a
                 read-only store on a version 1 file, whose events all read as legacy.
+            seed_columns: every node row holds its content and ``runs`` has
+                ``status_detail`` (schema version 5+); False only for a read-only store
+                on an older file, whose version 4 sessions' node rows refer to their events.
         """
         self._connections = connections
         self._chained = chained
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
         self._hash_column = "hash" if chained else "NULL"
-        #: Sessions whose node rows refer to their events (see :meth:`_node_source`).
-        self._nodes_by_reference: set[str] = set()
+        self._seed_columns = seed_columns
+        super().__init__(mark="?", seed_columns=seed_columns)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -127,17 +124,6 @@ class SQLiteReads:
                 f"session {sid}: {row} is not valid UTF-8 ({e.reason}):"
                 " the database file was changed outside clew"
             ) from e
-
-    def session_exists(self, session_id: str) -> bool:
-        """Return whether ``session_id`` (validated) is a stored session."""
-        sid = validate_session_id(session_id)
-        return bool(self._query("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)))
-
-    def _require(self, session_id: str) -> str:
-        sid = validate_session_id(session_id)
-        if not self.session_exists(sid):
-            raise self._unknown(sid)
-        return sid
 
     def _unknown(self, sid: str) -> UnknownSession:
         """The error for a session that is not stored: ``DeletedSession`` (saying when)
@@ -208,7 +194,7 @@ class SQLiteReads:
         """
         sid = self._require(session_id)
         with translate_errors("reading"), self._whole_session(sid) as (walk, rows):
-            # The chain is followed inline (eventlog.sqlite.chain's link and ChainWalk.step
+            # The chain is followed inline (eventlog.chain's link and ChainWalk.step
             # unrolled): a method call and a tuple per row cost ~20% of the read
             # (docs/performance.md). A row the inline test does not pass goes to the walk,
             # which accepts a legacy row or raises naming the break.
@@ -334,26 +320,22 @@ class SQLiteReads:
         """Return the select list (:data:`~eventlog.row_decoding.NODE_COLUMNS`) of the
         session's node rows, ``n`` the node table, and the join that list needs.
 
-        A session made since schema version 4 keeps a node's content only in its
-        ``node_appended`` event: its rows are joined with their event by ``seq`` (the
-        events table's rowid: one B-tree lookup per node). Older sessions' rows hold it.
+        Every node row holds its content since schema version 5. Only a read-only store
+        on an older file meets a session made at version 4, whose rows refer to their
+        ``node_appended`` event: those are joined with it by ``seq`` (the events table's
+        rowid). That layout is looked up on every read (a writable process may migrate
+        the file meanwhile).
         """
-        if sid in self._nodes_by_reference or self._check_layout(sid):
-            return (
-                "n.node_id, n.node_seq, n.parent_id, n.agent_id, NULL, n.role, n.node_type,"
-                " NULL, NULL, NULL, e.created_at, n.event_seq, e.payload_json",
-                f"LEFT JOIN events_{sid} e ON e.seq = n.event_seq",
-            )
+        if not self._seed_columns:
+            with translate_errors("reading"):
+                by_reference = nodes_by_reference(self._connections.reader(), sid)
+            if by_reference:
+                return (
+                    "n.node_id, n.node_seq, n.parent_id, n.agent_id, NULL, n.role, n.node_type,"
+                    " NULL, NULL, NULL, e.created_at, n.event_seq, e.payload_json",
+                    f"LEFT JOIN events_{sid} e ON e.seq = n.event_seq",
+                )
         return "n.*, NULL, NULL", ""
-
-    def _check_layout(self, sid: str) -> bool:
-        """Read whether ``nodes_<sid>`` refers to its events. Only a yes is cached: a
-        session deleted and made again under its id has the new layout."""
-        with translate_errors("reading"):
-            by_reference = nodes_by_reference(self._connections.reader(), sid)
-        if by_reference:
-            self._nodes_by_reference.add(sid)
-        return by_reference
 
     def _nodes(self, sid: str, where: str = "", params: Sequence[Any] = ()) -> list[NodeRow]:
         columns, join = self._node_source(sid)
@@ -409,54 +391,13 @@ class SQLiteReads:
 
         return self._paths.read(sid, session.created_at, walk)
 
-    def read_session(self, session_id: str) -> SessionRow:
-        """Return the session's row; raise ``UnknownSession`` if there is none."""
-        sid = validate_session_id(session_id)
-        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (sid,))
-        if not rows:
-            raise self._unknown(sid)
-        return session_row(rows[0])
-
-    def list_sessions(self) -> list[SessionRow]:
-        """Return every session, oldest first."""
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
         rows = self._query(
-            f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+            f"SELECT payload_json FROM events_{sid}"
+            " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
+            (run_id,),
         )
-        return [session_row(r) for r in rows]
-
-    def read_agents(self, session_id: str) -> list[AgentRow]:
-        """Return the session's agents, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM agents WHERE session_id = ? ORDER BY created_at, agent_id", (sid,)
-        )
-        return [agent_row(r) for r in rows]
-
-    def read_runs(self, session_id: str) -> list[RunRow]:
-        """Return the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, run_id", (sid,)
-        )
-        return [run_row(r) for r in rows]
-
-    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
-        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT run_id, agent_id, status FROM runs WHERE session_id = ?"
-            " ORDER BY created_at, run_id",
-            (sid,),
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
-        """Return the session's artifacts."""
-        sid = self._require(session_id)
-        rows = self._query(
-            "SELECT * FROM artifacts WHERE session_id = ? ORDER BY created_at, artifact_id", (sid,)
-        )
-        return [artifact_row(r) for r in rows]
+        return [str(r[0]) for r in rows]
 
     def execute_unchecked(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run raw SQL on a reader connection — for tests that tamper with rows only."""

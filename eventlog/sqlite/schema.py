@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 import apsw
 
-from eventlog.errors import StoreError
+from eventlog.errors import IntegrityError, StoreError
 from eventlog.ids import validate_session_id
+from eventlog.row_encoding import node_content_of_event, usage_of
+from eventlog.seed_enums import FOLD_STORED_RUNS
 from eventlog.sqlite.transaction import Transaction
 
 #: A migration step: a script, or a function of the connection (inside its transaction).
@@ -22,7 +24,7 @@ Migration = str | Callable[[apsw.Connection], None]
 
 
 def _chain_the_events(conn: apsw.Connection) -> None:
-    """Version 2: a hash chain over each session's events (:mod:`eventlog.sqlite.chain`).
+    """Version 2: a hash chain over each session's events (:mod:`eventlog.chain`).
 
     ``ALTER TABLE … ADD COLUMN`` only rewrites the schema, not the rows: the cost does not
     grow with the history. The rows already there stay unhashed (legacy): each session's
@@ -49,6 +51,81 @@ def _nodes_by_reference(conn: apsw.Connection) -> None:
     older clew, which would read a node row without its content, refuses the file.
     """
     del conn
+
+
+def _seed_columns(conn: apsw.Connection) -> None:
+    """Version 5: every table holds the seed's columns, filled, and the seed's enums.
+
+    - ``nodes_<sid>`` of a session made at version 4 (its rows refer to their
+      ``node_appended`` events) is rebuilt in the seed's layout (:func:`nodes_ddl`),
+      each row's ``run_id, content_json, metadata_json, token_count`` taken from its
+      event and ``created_at`` from the event row, as the rows of every other session
+      hold them. Rows of older sessions already hold them.
+    - ``runs`` gains ``status_detail``; a parked run (``waiting``) is stored ``pending``,
+      a refused one ``failed``, an end reason ``cancelled`` NULL
+      (:mod:`eventlog.seed_enums`).
+    - A run not ended (``running``, ``pending``) stores its usage so far: the sum of its
+      ``token_usage`` events.
+
+    One transaction (the caller's): a failure leaves the file at version 4.
+    """
+    conn.execute("ALTER TABLE runs ADD COLUMN status_detail TEXT")
+    for sql in FOLD_STORED_RUNS:
+        conn.execute(sql)
+    for (session_id,) in list(conn.execute("SELECT session_id FROM sessions")):
+        sid = validate_session_id(session_id)
+        if nodes_by_reference(conn, sid):
+            _nodes_by_value(conn, sid)
+        open_runs = conn.execute(
+            "SELECT run_id FROM runs WHERE session_id = ? AND status IN ('running', 'pending')",
+            (sid,),
+        ).fetchall()
+        for (run_id,) in open_runs:
+            payloads = conn.execute(
+                f"SELECT payload_json FROM events_{sid}"
+                " WHERE run_id = ? AND event_type = 'token_usage' ORDER BY seq",
+                (run_id,),
+            )
+            conn.execute(
+                "UPDATE runs SET usage_json = ? WHERE session_id = ? AND run_id = ?",
+                (usage_of(str(r[0]) for r in payloads), sid, run_id),
+            )
+
+
+def _nodes_by_value(conn: apsw.Connection, sid: str) -> None:
+    """Rebuild ``nodes_<sid>`` (rows by reference) in the seed's layout, from its events."""
+    conn.execute(nodes_ddl(sid, f"nodes_{sid}_v5"))
+    rows = conn.execute(
+        f"SELECT n.node_id, n.node_seq, n.parent_id, n.agent_id, n.role, n.node_type,"
+        f" e.created_at, e.payload_json FROM nodes_{sid} n"
+        f" LEFT JOIN events_{sid} e ON e.seq = n.event_seq ORDER BY n.node_seq"
+    ).fetchall()
+    for node_id, node_seq, parent, agent, role, node_type, at, payload in rows:
+        try:
+            run_id, content, metadata, tokens = node_content_of_event(
+                str(node_id), None if payload is None else str(payload)
+            )
+        except IntegrityError as e:
+            raise StoreError(f"cannot migrate session {sid} to schema version 5: {e}") from e
+        conn.execute(
+            f"INSERT INTO nodes_{sid}_v5 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                node_id,
+                node_seq,
+                parent,
+                agent,
+                run_id,
+                role,
+                node_type,
+                content,
+                metadata,
+                tokens,
+                at,
+            ),
+        )
+    conn.execute(f"DROP TABLE nodes_{sid}")
+    conn.execute(f"ALTER TABLE nodes_{sid}_v5 RENAME TO nodes_{sid}")
+    conn.execute(f"CREATE INDEX nodes_{sid}_by_parent ON nodes_{sid}(parent_id)")
 
 
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
@@ -131,6 +208,7 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX deleted_sessions_by_id ON deleted_sessions(session_id);
     """,
     _nodes_by_reference,
+    _seed_columns,
 ]
 
 #: The schema version this code writes.
@@ -138,6 +216,33 @@ SCHEMA_VERSION = len(MIGRATIONS)
 #: The oldest version a read-only store can read without migrating it (version 1 lacks
 #: only the hash chain: its events read as legacy).
 OLDEST_READABLE = 1
+
+
+def nodes_ddl(sid: str, table: str = "") -> str:
+    """Return the DDL of the node table of ``sid`` (validated), named ``table`` (default
+    ``nodes_<sid>``; the migration builds the new layout under another name first).
+
+    The seed's columns in the seed's order (``node_id, node_seq, parent_id, agent_id,
+    run_id, role, node_type, content_json, metadata_json, token_count, created_at``):
+    the row holds the node's content (its provider-neutral blocks, an ``artifact_ref``
+    where a block was made an artifact), as its ``node_appended`` event does.
+    """
+    name = table or f"nodes_{sid}"
+    return f"""
+    CREATE TABLE {name} (
+        node_id TEXT NOT NULL UNIQUE,
+        node_seq INTEGER PRIMARY KEY,
+        parent_id TEXT,
+        agent_id TEXT NOT NULL,
+        run_id TEXT,
+        role TEXT NOT NULL,
+        node_type TEXT NOT NULL,
+        content_json TEXT NOT NULL,
+        metadata_json TEXT,
+        token_count INTEGER,
+        created_at TEXT NOT NULL
+    );
+    """
 
 
 def session_tables_ddl(session_id: str) -> str:
@@ -152,24 +257,12 @@ def session_tables_ddl(session_id: str) -> str:
     Tables of sessions created before this keep their extra indexes (they still work;
     nothing migrates them), so only the column types and order are relied on.
 
-    A node row holds the tree's shape (what :meth:`read_node_links` and the parent and
-    id lookups need) and ``event_seq``, the seq of its ``node_appended`` event, whose
-    payload holds the node's content, metadata, run and token count: the content is
-    stored once (docs/storage.md). Sessions made before schema version 4 keep their
-    rows as they were: ``node_id, node_seq, parent_id, agent_id, run_id, role,
-    node_type, content_json, metadata_json, token_count, created_at``.
+    Both tables have the seed's columns in the seed's order (``events_<sid>`` adds its
+    chain ``hash`` after them); see :func:`nodes_ddl` and docs/storage.md.
     """
     sid = validate_session_id(session_id)
     return f"""
-    CREATE TABLE nodes_{sid} (
-        node_id TEXT NOT NULL UNIQUE,
-        node_seq INTEGER PRIMARY KEY,
-        parent_id TEXT,
-        agent_id TEXT NOT NULL,
-        role TEXT NOT NULL,
-        node_type TEXT NOT NULL,
-        event_seq INTEGER NOT NULL
-    );
+    {nodes_ddl(sid)}
     CREATE INDEX nodes_{sid}_by_parent ON nodes_{sid}(parent_id);
     CREATE TABLE events_{sid} (
         event_id TEXT NOT NULL,
@@ -191,7 +284,8 @@ def session_tables_ddl(session_id: str) -> str:
 
 def nodes_by_reference(conn: apsw.Connection, sid: str) -> bool:
     """Return whether ``nodes_<sid>`` (``sid`` validated) refers to its events for the
-    content (made by schema version 4+) rather than holding it (``content_json``)."""
+    content (made by schema version 4, before the migration to 5) rather than holding it
+    (``content_json``)."""
     return any(row[1] == "event_seq" for row in conn.execute(f"PRAGMA table_info(nodes_{sid})"))
 
 

@@ -89,7 +89,7 @@ class SQLiteStore(SQLiteReads):
         else:
             _create_and_migrate(connections)
             version = SCHEMA_VERSION
-        super().__init__(connections, chained=version >= 2)
+        super().__init__(connections, chained=version >= 2, seed_columns=version >= 5)
         self._append = BatchAppend(
             connections.writer,
             ArtifactFiles(Path(artifacts_dir) if artifacts_dir else self.path.parent / "artifacts"),

@@ -62,6 +62,7 @@ from eventlog.records import (
     StoredEvent,
 )
 from eventlog.store import DeletesSessions, EventStore
+from tests.eventlog.seed_conformance import SeedConformance
 from tests.strategies import events
 
 SID = "sess_20260101_000000_a1b2"
@@ -150,8 +151,9 @@ def _backend_property(max_examples: int) -> Any:
     )
 
 
-class StoreConformance:
-    """The event store contract. Subclass and override :meth:`make_store`."""
+class StoreConformance(SeedConformance):
+    """The event store contract. Subclass and override :meth:`make_store`, and
+    :class:`SeedConformance`'s two SQL hooks."""
 
     @pytest.fixture
     def make_store(self, tmp_path: Path) -> StoreFactory:

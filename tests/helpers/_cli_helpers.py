@@ -17,7 +17,7 @@ from _processes import child_env
 
 from actors.cli import main
 from actors.runtime.runtime import Runtime
-from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, link
+from eventlog.chain import EVENT_COLUMNS, GENESIS, link
 
 
 @dataclass(frozen=True)

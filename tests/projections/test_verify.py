@@ -136,19 +136,23 @@ def test_an_untouched_session_verifies_clean(store: SQLiteStore) -> None:
     assert 6 == report.events
 
 
-def test_a_node_row_pointing_at_another_nodes_event_is_an_integrity_error(
-    store: SQLiteStore,
-) -> None:
-    # The row holds no content: it refers to its node_appended event by seq. Pointed at
-    # another node's event, its read is refused rather than showing that node's content.
-    [(n1_event_seq,)] = store._query(
-        f"SELECT event_seq FROM nodes_{SESSION_ID} WHERE node_id = 'n1'"
-    )
+def test_a_changed_node_content_is_reported_with_table_key_and_column(store: SQLiteStore) -> None:
+    # The row holds the content (the seed's content_json), as its event does: a row
+    # changed by hand differs from the rebuild from the events.
     store.execute_unchecked(
-        f"UPDATE nodes_{SESSION_ID} SET event_seq = ? WHERE node_id = 'n2'", (n1_event_seq,)
+        f"UPDATE nodes_{SESSION_ID} SET content_json = ? WHERE node_id = 'n2'",
+        ('[{"type":"text","text":"forged"}]',),
     )
-    with pytest.raises(IntegrityError, match=f"node n2 refers to event seq {n1_event_seq},"):
-        verify(store, SESSION_ID)
+    report = verify(store, SESSION_ID)
+    expected = Difference(
+        table=f"nodes_{SESSION_ID}",
+        key="n2",
+        column="content_json",
+        expected=[{"type": "text", "text": "hi"}],
+        actual=[{"type": "text", "text": "forged"}],
+    )
+    assert [expected] == report.differences
+    assert not report.ok
 
 
 def test_a_changed_node_role_is_reported_with_table_key_and_column(store: SQLiteStore) -> None:

@@ -22,6 +22,9 @@ from eventlog.postgres import PostgresStore
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
 from eventlog.writer import Writer
+from projections import verify
+from tests.eventlog.seed_conformance import SEED_COLUMNS
+from tests.eventlog.seed_conformance import SID as SEED_SID
 from tests.eventlog.store_conformance import (
     OTHER,
     SID,
@@ -50,6 +53,22 @@ class TestPostgresStore(StoreConformance):
         yield factory
         for store in opened:
             store.close()
+
+    def raw(self, store: EventStore, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        assert isinstance(store, PostgresStore)
+        sql = sql.format(nodes="nodes", events="events").replace("?", "%s")
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            cur = conn.execute(sql, params)  # type: ignore[arg-type]  # a test's own SQL
+            return cur.fetchall() if cur.description else []
+
+    def columns(self, store: EventStore, table: str) -> list[str]:
+        rows = self.raw(
+            store,
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+            " AND table_schema = current_schema() ORDER BY ordinal_position",
+            (table,),
+        )
+        return [r[0] for r in rows]
 
     def assert_artifact_durable(
         self,
@@ -143,18 +162,56 @@ def test_an_unreachable_server_is_one_store_error_without_the_password() -> None
     assert "secret" not in str(caught.value)
 
 
-def test_a_node_row_refers_to_its_event_and_holds_no_content(pg_url: str) -> None:
+def test_a_node_row_holds_the_seeds_columns_filled(pg_url: str) -> None:
     store = PostgresStore(pg_url)
-    _, stored = append(store, created(), appended(node("n1", text="a unique sentence")))
+    append(store, created(), appended(node("n1", text="a unique sentence")))
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT event_seq, content_json, metadata_json, run_id FROM nodes"
-        ).fetchone()
+        row = conn.execute("SELECT content_json, metadata_json, token_count FROM nodes").fetchone()
         [count] = conn.execute(
             "SELECT COUNT(*) FROM events WHERE payload_json LIKE '%a unique sentence%'"
         ).fetchone() or [0]
-    assert ((stored.seq, None, None, None), 1) == (row, count)
+    assert (('[{"type":"text","text":"a unique sentence"}]', "{}", None), 1) == (row, count)
     store.close()
+
+
+def as_schema_3(conn: psycopg.Connection[Any]) -> None:
+    """Turn a database this clew wrote into what clew left at schema version 3: node rows
+    referring to their node_appended event with no content, a parked run ``waiting``,
+    no ``status_detail`` (the columns' order aside: the readers name them)."""
+    conn.execute("ALTER TABLE nodes ADD COLUMN event_seq BIGINT")
+    conn.execute("ALTER TABLE nodes ALTER COLUMN content_json DROP NOT NULL")
+    conn.execute(
+        "UPDATE nodes n SET event_seq = e.seq, content_json = NULL, metadata_json = NULL,"
+        " run_id = NULL, token_count = NULL FROM events e WHERE e.session_id = n.session_id"
+        " AND e.event_type = 'node_appended' AND e.node_id = n.node_id"
+    )
+    conn.execute("UPDATE runs SET status = status_detail WHERE status_detail IS NOT NULL")
+    conn.execute("UPDATE runs SET usage_json = NULL WHERE status IN ('running', 'waiting')")
+    conn.execute("ALTER TABLE runs DROP COLUMN status_detail")
+    conn.execute("UPDATE clew_schema SET version = 3")
+
+
+def test_a_schema_3_database_is_migrated_to_the_seeds_columns_in_one_step(pg_url: str) -> None:
+    writer = TestPostgresStore().seeded(PostgresStore(pg_url))
+    expected = (writer.read_nodes(SEED_SID), writer.read_runs(SEED_SID))
+    assert writer.read_run_statuses(SEED_SID)[-1][2] == "waiting"
+    writer.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        as_schema_3(conn)
+    reader = PostgresStore(pg_url, read_only=True)  # read as it is: the same records
+    assert expected == (reader.read_nodes(SEED_SID), reader.read_runs(SEED_SID))
+    reader.close()
+    migrated = PostgresStore(pg_url)
+    assert expected == (migrated.read_nodes(SEED_SID), migrated.read_runs(SEED_SID))
+    assert verify(migrated, SEED_SID).ok
+    store = TestPostgresStore()
+    for table, seed in SEED_COLUMNS.items():
+        assert seed == store.columns(migrated, table)[: len(seed)], table
+    assert [("pending", "waiting")] == store.raw(
+        migrated, "SELECT status, status_detail FROM runs WHERE run_id = 'r5'"
+    )
+    assert [] == store.raw(migrated, "SELECT 1 FROM nodes WHERE content_json IS NULL")
+    migrated.close()
 
 
 def test_read_only_reads_the_nodes_of_a_database_before_schema_3(pg_url: str) -> None:
@@ -163,12 +220,7 @@ def test_read_only_reads_the_nodes_of_a_database_before_schema_3(pg_url: str) ->
     expected = writer.read_nodes(SID)
     writer.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as clew before schema 3 left it
-        conn.execute(
-            "UPDATE nodes n SET metadata_json = '{}',"
-            " content_json = (e.payload_json::jsonb -> 'node' -> 'content')::text FROM events e"
-            " WHERE e.session_id = n.session_id AND e.seq = n.event_seq"
-        )
-        conn.execute("ALTER TABLE nodes DROP COLUMN event_seq")
+        conn.execute("ALTER TABLE runs DROP COLUMN status_detail")
         conn.execute("UPDATE clew_schema SET version = 2")
     reader = PostgresStore(pg_url, read_only=True)
     assert expected == reader.read_nodes(SID)

@@ -1,5 +1,5 @@
 """The hash chain over a session's events: written by the append, followed by every full
-read, and what it does and does not let through (eventlog/sqlite/chain.py)."""
+read, and what it does and does not let through (eventlog/chain.py)."""
 
 # The house style asserts `expected == actual`; ruff's SIM300 (Yoda) says the opposite.
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from eventlog.chain import EVENT_COLUMNS, GENESIS, link
 from eventlog.errors import IntegrityError
 from eventlog.records import ChainStatus
 from eventlog.sqlite import SQLiteStore
-from eventlog.sqlite.chain import EVENT_COLUMNS, GENESIS, link
 from eventlog.sqlite.schema import SCHEMA_VERSION
 from tests.eventlog.sqlite._files import raw
 from tests.eventlog.store_conformance import SID, append, created, todo

@@ -1,5 +1,5 @@
-"""Both layouts of a node row: a session recorded before schema version 4 (its rows hold
-the content) and one made since (its rows refer to their ``node_appended`` event).
+"""Node rows of a session recorded at schema version 3 (its rows hold the content, as
+every session's do again since schema version 5: the seed's columns).
 
 ``tests/golden/stores/v3_demo`` is a real home written by clew at schema version 3 (the
 3-worker demo, checkpointed, then ``VACUUM``), with ``reads.json``: what that clew's
@@ -27,7 +27,9 @@ from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.schema import SCHEMA_VERSION
 from eventlog.writer import Writer
 from projections import Difference, rebuild, verify
+from tests.eventlog.seed_conformance import SEED_COLUMNS
 
+SEED_NODE_COLUMNS = SEED_COLUMNS["nodes"]
 GOLDEN = Path(__file__).parents[2] / "golden" / "stores" / "v3_demo"
 RECORDED: dict[str, Any] = json.loads((GOLDEN / "reads.json").read_text())
 SID: str = RECORDED["session_id"]
@@ -105,7 +107,7 @@ def node(node_id: str, parent: str, text: str) -> Node:
     )
 
 
-def test_nodes_appended_to_a_version_3_session_keep_its_layout_and_a_new_session_refers(
+def test_nodes_appended_to_a_version_3_session_keep_its_layout(
     home: Path,
 ) -> None:
     store = SQLiteStore(home / "sessions.sqlite")
@@ -173,18 +175,16 @@ def test_a_version_3_session_copies_to_a_new_home_and_reads_the_same(
     assert "copied" == result.outcome
     store = SQLiteStore(target / "sessions.sqlite", read_only=True)
     try:
-        # The copy was made by today's writer: its node rows refer to their events.
+        # The copy was made by today's writer: its node rows hold the seed's columns.
         columns = [r[1] for r in store._query(f"PRAGMA table_info(nodes_{SID})")]
-        assert "event_seq" in columns and "content_json" not in columns
+        assert SEED_NODE_COLUMNS == columns
         assert expected_reads() == reads(store, SID)
         assert verify(store, SID).ok
     finally:
         store.close()
 
 
-def test_a_new_sessions_node_row_refers_to_its_event_and_holds_no_content(
-    tmp_path: Path,
-) -> None:
+def test_a_new_sessions_node_row_holds_the_seeds_columns_filled(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "sessions.sqlite")
     writer = Writer(store)
     try:
@@ -196,28 +196,21 @@ def test_a_new_sessions_node_row_refers_to_its_event_and_holds_no_content(
                 created_at="t0",
             )
         )
-        stored = writer.append(
+        writer.append(
             AppendRequest(
                 session_id=sid,
                 event=NodeAppended(node=node("n1", "", "a unique sentence")),
                 created_at="t1",
             )
         )
-        assert [("n1", stored.seq)] == store._query(f"SELECT node_id, event_seq FROM nodes_{sid}")
         columns = [r[1] for r in store._query(f"PRAGMA table_info(nodes_{sid})")]
+        assert SEED_NODE_COLUMNS == columns
         assert [
-            "node_id",
-            "node_seq",
-            "parent_id",
-            "agent_id",
-            "role",
-            "node_type",
-            "event_seq",
-        ] == (columns)
-        [(count,)] = store._query(
-            f"SELECT COUNT(*) FROM events_{sid} WHERE payload_json LIKE '%a unique sentence%'"
+            ("n1", None, '[{"type":"text","text":"a unique sentence"}]', '{"k":1}', 3, "t1")
+        ] == store._query(
+            f"SELECT node_id, run_id, content_json, metadata_json, token_count, created_at"
+            f" FROM nodes_{sid}"
         )
-        assert 1 == count
     finally:
         writer.stop()
         store.close()

@@ -18,6 +18,7 @@ from eventlog.store import EventStore
 from tests.eventlog.sqlite._files import raw, tables
 from tests.eventlog.store_conformance import (
     BAD_SESSION_IDS,
+    SID,
     StoreConformance,
     StoreFactory,
     append,
@@ -39,6 +40,18 @@ class TestSQLiteStoreConformance(StoreConformance):
         yield factory
         for store in opened:
             store.close()
+
+    def raw(self, store: EventStore, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        assert isinstance(store, SQLiteStore)
+        sql = sql.format(nodes=f"nodes_{SID}", events=f"events_{SID}")
+        if sql.startswith("SELECT"):
+            return store._query(sql, params)
+        store.execute_unchecked(sql, params)
+        return []
+
+    def columns(self, store: EventStore, table: str) -> list[str]:
+        name = f"{table}_{SID}" if table in ("nodes", "events") else table
+        return [r[1] for r in self.raw(store, f"SELECT * FROM pragma_table_info('{name}')")]
 
 
 def test_the_sqlite_store_implements_the_event_store_contract(tmp_path: Path) -> None:

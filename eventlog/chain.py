@@ -1,6 +1,9 @@
 """The hash chain over each session's events: what makes the log tamper-evident.
 
-Each row of ``events_<sid>`` carries ``hash``, the lowercase hex of::
+Neutral: both backends hash the same values the same way (SQLite's ``events_<sid>``,
+PostgreSQL's ``events``; the writer's :func:`link`, the readers' :class:`ChainWalk`).
+
+Each event row carries ``hash``, the lowercase hex of::
 
     sha256(previous row's hash  +  JSON array of this row's stored values)
 
@@ -25,7 +28,6 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
 import msgspec
 
 from eventlog.errors import IntegrityError
@@ -46,22 +48,6 @@ _sha256 = hashlib.sha256
 def link(prev: str, row: Sequence[Any]) -> str:
     """Return the hash of ``row`` (the stored values of :data:`EVENT_COLUMNS`) after ``prev``."""
     return _sha256(prev.encode() + _encode(row)).hexdigest()
-
-
-def load_head(conn: apsw.Connection, sid: str) -> str:
-    """Return the hash the session's next row chains to (``sid`` validated).
-
-    ``sessions.chain_head`` once the session has a chained row; else the running
-    digest of its legacy rows (read once per writer and session: the first row the
-    writer appends to an old session seals what was there).
-    """
-    row = conn.execute("SELECT chain_head FROM sessions WHERE session_id = ?", (sid,)).fetchone()
-    if row is not None and row[0] is not None:
-        return str(row[0])
-    digest = GENESIS
-    for values in conn.execute(f"SELECT {EVENT_COLUMNS} FROM events_{sid} ORDER BY seq"):
-        digest = link(digest, values)
-    return digest
 
 
 class ChainWalk:

@@ -1,0 +1,143 @@
+"""Reading the global tables (``sessions``, ``agents``, ``runs``, ``artifacts``): one SQL
+for every backend.
+
+Both backends hold these tables with the seed's columns in the seed's order and select
+them by name (:mod:`eventlog.row_decoding` turns a row into its record), so the reads
+differ only in the parameter mark and in where a session's ``token_usage`` events are;
+each backend's readers subclass :class:`GlobalTableReads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventlog.errors import UnknownSession
+from eventlog.ids import validate_session_id
+from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow
+from eventlog.row_decoding import (
+    SESSION_COLUMNS,
+    agent_row,
+    artifact_row,
+    run_row,
+    run_with_usage,
+    session_row,
+)
+from eventlog.row_encoding import usage_of
+from eventlog.seed_enums import api_run_status
+
+AGENT_COLUMNS = (
+    "agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
+    " fork_from_node_id, status, result_json, metadata_json, created_at, updated_at"
+)
+#: The seed's columns of ``runs``; ``status_detail`` follows them.
+RUN_COLUMNS = (
+    "run_id, session_id, agent_id, status, start_node_id, end_node_id, end_reason,"
+    " turn_count, usage_json, error_json, metadata_json, created_at, updated_at"
+)
+ARTIFACT_COLUMNS = (
+    "artifact_id, session_id, agent_id, run_id, node_id, tool_call_id, path, filename,"
+    " mime_type, size_bytes, summary, metadata_json, created_at"
+)
+
+
+class GlobalTableReads:
+    """The global tables' reads, shared by both backends' readers (which subclass it).
+
+    A subclass supplies its query (errors translated), the error for a session not
+    stored, and where a run's ``token_usage`` payloads are.
+    """
+
+    def __init__(self, *, mark: str, seed_columns: bool) -> None:
+        """Args:
+        mark: the backend's parameter mark.
+        seed_columns: ``runs`` has ``status_detail`` and a run not ended its usage so
+            far (SQLite schema 5+, PostgreSQL 4+); False only for a read-only store on
+            an older file, whose such runs are given the usage their migration gives.
+        """
+        self._seed_columns = seed_columns
+        detail = "status_detail" if seed_columns else "NULL"
+        by_session = "WHERE session_id = ? ORDER BY created_at"
+        self._global_sql = {
+            name: text.replace("?", mark)
+            for name, text in {
+                "exists": "SELECT 1 FROM sessions WHERE session_id = ?",
+                "session": f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?",
+                "sessions": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " ORDER BY created_at, session_id",
+                "agents": f"SELECT {AGENT_COLUMNS} FROM agents {by_session}, agent_id",
+                "runs": f"SELECT {RUN_COLUMNS}, {detail} FROM runs {by_session}, run_id",
+                "statuses": f"SELECT run_id, agent_id, status, {detail} FROM runs"
+                f" {by_session}, run_id",
+                "artifacts": f"SELECT {ARTIFACT_COLUMNS} FROM artifacts {by_session}, artifact_id",
+            }.items()
+        }
+
+    # --- what a backend supplies -------------------------------------------------------
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _unknown(self, sid: str) -> UnknownSession:
+        """The error for a session that is not stored (``DeletedSession`` if deleted)."""
+        raise NotImplementedError
+
+    def _usage_payloads(self, sid: str, run_id: str) -> list[str]:
+        """The ``payload_json`` of the run's ``token_usage`` events, in seq order."""
+        raise NotImplementedError
+
+    # --- the reads -----------------------------------------------------------------------
+
+    def session_exists(self, session_id: str) -> bool:
+        """Return whether ``session_id`` (validated) is a stored session."""
+        sid = validate_session_id(session_id)
+        return bool(self._query(self._global_sql["exists"], (sid,)))
+
+    def _require(self, session_id: str) -> str:
+        """Return the validated id of a stored session; raise ``UnknownSession`` else."""
+        sid = validate_session_id(session_id)
+        if not self.session_exists(sid):
+            raise self._unknown(sid)
+        return sid
+
+    def read_session(self, session_id: str) -> SessionRow:
+        """Return the session's row; raise ``UnknownSession`` if there is none."""
+        sid = validate_session_id(session_id)
+        rows = self._query(self._global_sql["session"], (sid,))
+        if not rows:
+            raise self._unknown(sid)
+        return session_row(rows[0])
+
+    def list_sessions(self) -> list[SessionRow]:
+        """Return every session, oldest first."""
+        return [session_row(r) for r in self._query(self._global_sql["sessions"])]
+
+    def read_agents(self, session_id: str) -> list[AgentRow]:
+        """Return the session's agents, by creation time."""
+        rows = self._query(self._global_sql["agents"], (self._require(session_id),))
+        return [agent_row(r) for r in rows]
+
+    def read_runs(self, session_id: str) -> list[RunRow]:
+        """Return the session's runs, by creation time."""
+        sid = self._require(session_id)
+        runs = [run_row(r) for r in self._query(self._global_sql["runs"], (sid,))]
+        if self._seed_columns:
+            return runs
+        return [self._usage_so_far(sid, r) for r in runs]
+
+    def _usage_so_far(self, sid: str, run: RunRow) -> RunRow:
+        """A run not ended, on a file older than the usage so far, with the usage its
+        migration gives it: the sum of its ``token_usage`` events."""
+        if run.usage is not None or run.status not in ("running", "waiting"):
+            return run
+        return run_with_usage(run, usage_of(self._usage_payloads(sid, run.run_id)))
+
+    def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
+        """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
+        rows = self._query(self._global_sql["statuses"], (self._require(session_id),))
+        return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
+
+    def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
+        """Return the session's artifacts."""
+        rows = self._query(self._global_sql["artifacts"], (self._require(session_id),))
+        return [artifact_row(r) for r in rows]
