@@ -15,6 +15,7 @@ import typer
 
 # The command modules register their commands on the app when imported.
 from actors.cli import (
+    bundle_commands,
     check_commands,
     copy_command,
     delete_command,
@@ -39,6 +40,7 @@ from eventlog.logs import get_output, set_output
 
 COMMAND_MODULES = (
     run_commands,
+    bundle_commands,
     copy_command,
     read_commands,
     check_commands,

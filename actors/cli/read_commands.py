@@ -14,7 +14,7 @@ from typing import Annotated
 import msgspec
 import typer
 
-from actors.cli import ids, render
+from actors.cli import bundle_commands, ids, render
 from actors.cli.app import app
 from actors.cli.options import (
     Home,
@@ -254,9 +254,21 @@ def switch_node(
 
 
 @app.command()
-def export(session: SessionArg, home: Home = None, project: Project = None) -> None:
-    """Print the session's events as JSON lines, by seq (always JSON: no --json needed)."""
+def export(
+    session: SessionArg,
+    home: Home = None,
+    project: Project = None,
+    bundle: Annotated[
+        str | None,
+        typer.Option("--bundle", metavar="FILE", help="write a session bundle (clew import)"),
+    ] = None,
+) -> None:
+    """Print the session's events as JSON lines, by seq (always JSON: no --json needed);
+    ``--bundle FILE``: write the session as one verified, importable file instead."""
     where = where_from(home, project)
+    if bundle is not None:
+        bundle_commands.write_bundle(where, session, bundle)
+        return
     encode = msgspec.json.Encoder().encode
     with open_session(where, session) as (rt, row):
         write = sys.stdout.write
