@@ -23,6 +23,7 @@ from actors.cli import (
     hitl_commands,
     live_commands,
     read_commands,
+    redrive_command,
     run_commands,
     serve_commands,
     session_commands,
@@ -41,6 +42,7 @@ from eventlog.logs import get_output, set_output
 COMMAND_MODULES = (
     run_commands,
     bundle_commands,
+    redrive_command,
     copy_command,
     read_commands,
     check_commands,

@@ -32,13 +32,14 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import msgspec
 
+from actors.errors import UsageError
 from actors.models.chains import ModelArg, model_chains
 from actors.models.tools import Tool
 from actors.orchestration.team import Team
@@ -73,6 +74,10 @@ class SessionFilter(msgspec.Struct, frozen=True, kw_only=True):
     role: str | None = None
     #: ISO-8601: sessions whose last event is at or after it.
     since: str | None = None
+
+    def selects_all(self) -> bool:
+        """True when no field is set."""
+        return all(v is None for v in msgspec.structs.astuple(self))
 
 
 def _last_main(rt: Runtime, sid: str) -> RunRow | None:
@@ -113,8 +118,13 @@ def select_sessions(rt: Runtime, f: SessionFilter) -> list[SessionInfo]:
     """The sessions of the home ``f`` selects, oldest first.
 
     Raises:
-        UsageError-like ``re.error``: ``f.error`` is not a regular expression.
+        UsageError: ``f.error`` is not a regular expression.
     """
+    if f.error is not None:
+        try:
+            re.compile(f.error)
+        except re.error as e:
+            raise UsageError(f"--error {f.error!r} is not a regular expression: {e}") from e
     return [info for info in rt.sessions() if _matches(rt, info, f)]
 
 
@@ -395,20 +405,22 @@ def redrive_one(rt: Runtime, plan: RedrivePlan, app: RedriveApp, *,
 def redrive(
     rt: Runtime,
     plans: Sequence[RedrivePlan],
-    app: RedriveApp,
+    app: RedriveApp | Callable[[str], RedriveApp],
     *,
     concurrency: int = 4,
     from_divergence: bool = False,
 ) -> RedriveReport:
-    """Re-drive every planned session, ``concurrency`` at a time; write and return the
-    report (``<home>/redrives/<redrive id>.json``)."""
+    """Re-drive every planned session, ``concurrency`` at a time, with ``app`` (or the app
+    ``app(session_id)`` returns); write and return the report
+    (``<home>/redrives/<redrive id>.json``)."""
     started = rt.clock.now()
     rid = redrive_id_at(started, secrets.token_hex(2))
     lock = threading.Lock()
     results: dict[str, RedriveResult] = {}
 
     def one(plan: RedrivePlan) -> None:
-        result = redrive_one(rt, plan, app, from_divergence=from_divergence)
+        code = app(plan.session_id) if callable(app) else app
+        result = redrive_one(rt, plan, code, from_divergence=from_divergence)
         with lock:
             results[plan.session_id] = result
 
