@@ -22,7 +22,7 @@ roles' catalogue, needs a live run (refused with ``UsageError``).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,10 +83,16 @@ def replay_bundle(file: str | Path, app: App | None = None) -> ReplayReport:
 
 
 def rerecord_bundle(
-    file: str | Path, app: App, *, out: str | Path | None = None, write: bool = True
+    file: str | Path,
+    app: App,
+    *,
+    out: str | Path | None = None,
+    write: bool = True,
+    confirm: Callable[[Rerecorded], bool] | None = None,
 ) -> Rerecorded:
     """Re-record the bundle ``file`` with ``app`` when it diverges; write the new bundle
-    to ``out`` (default: over ``file``) unless ``write`` is False.
+    to ``out`` (default: over ``file``) unless ``write`` is False or ``confirm`` — shown
+    what was re-recorded before anything is written — returns False.
 
     Raises:
         BundleRefused: the file is not a readable, unaltered bundle.
@@ -113,10 +119,12 @@ def rerecord_bundle(
                 f"re-recording {sid} with today's code does not replay identically"
                 f" ({after.summary()}); nothing was written"
             )
+        done = Rerecorded(before=before, rerun=rerun)
+        if not write or (confirm is not None and not confirm(done)):
+            return done
         target = Path(out) if out is not None else Path(file)
-        if write:
-            export_bundle(home, rerun.session_id, target, project)
-        return Rerecorded(before=before, rerun=rerun, file=str(target) if write else None)
+        export_bundle(home, rerun.session_id, target, project)
+        return msgspec.structs.replace(done, file=str(target))
 
 
 def _instruction_changes(rt: Runtime, sid: str, app: App) -> dict[str, str]:

@@ -149,3 +149,26 @@ def test_the_clew_replay_fixture_replays_one_bundle_in_a_custom_test(
     )
     result = pytester.runpytest(*_plugin_args(), "test_custom.py")
     result.assert_outcomes(passed=2)
+
+
+def test_clew_rerecord_of_a_bundle_that_replays_identically_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from actors.cli.main import main  # noqa: PLC0415
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _bundle(tmp_path, folder, "plain", TODAY)
+    file = folder / "plain.clew"
+    team = tmp_path / "team.toml"
+    team.write_text(f'tools = ["lookup", "save_note"]\n\n[router]\ninstructions = "{TODAY}"\n')
+    before = file.read_bytes()
+
+    code = main(["rerecord", str(file), "--team", str(team)])
+    out, err = capsys.readouterr()
+
+    assert 0 == code, err
+    assert "nothing to re-record" in out
+    assert before == file.read_bytes()
+    assert 2 == main(["rerecord", str(file)])
+    assert "needs --team FILE" in capsys.readouterr().err
