@@ -159,3 +159,41 @@ def test_a_session_not_failed_is_skipped_and_reported(tmp_path: Path) -> None:
         assert ("skipped", "its last run is completed") == (plan.action, plan.reason)
         report = redrive(rt, [plan], RedriveApp(model=demo_model(2)))
         assert 1 == report.counts()["skipped"]
+
+
+def _killed_before_tool(tmp_path: Path, k: int) -> tuple[Path, Path, str]:
+    from _processes import run_crash_demo  # noqa: PLC0415
+
+    home, project = tmp_path / "home", tmp_path / "proj"
+    killed = run_crash_demo(home, project, "run", "2", env={"CLEW_FAULT_KILL_BEFORE_TOOL": str(k)})
+    assert -9 == killed.returncode, killed.stderr[-2000:]
+    return home, project, killed.stdout.split()[0]
+
+
+def test_an_interrupted_session_is_resumed_and_its_idempotent_call_in_flight_runs_again(
+    tmp_path: Path,
+) -> None:
+    home, project, sid = _killed_before_tool(tmp_path, 1)  # the first lookup, started
+    with Runtime(home, project) as rt:
+        [info] = select_sessions(rt, SessionFilter(status="interrupted"))
+        plan = plan_session(rt, info.session_id)
+        assert ("resume", []) == (plan.action, plan.in_doubt)
+        assert ["lookup"] == [t.tool_name for t in plan.tools_again]
+        assert "the end of" in plan.continue_from
+        tools = demo_tools(project)
+        report = redrive(rt, [plan], RedriveApp(model=demo_model(2), tools=tools))
+        assert 1 == report.counts()["completed"]
+        assert rt.session(sid).verify().ok
+
+
+def test_a_side_effect_in_doubt_needs_a_person_and_is_not_redriven(tmp_path: Path) -> None:
+    home, project, sid = _killed_before_tool(tmp_path, 2)  # the first save_note, started
+    with Runtime(home, project) as rt:
+        plan = plan_session(rt, sid)
+        assert ("needs a person", ["save_note"]) == (
+            plan.action,
+            [t.tool_name for t in plan.in_doubt],
+        )
+        report = redrive(rt, [plan], RedriveApp(model=demo_model(2), tools=demo_tools(project)))
+        assert [("needs a person", plan.reason)] == [(r.outcome, r.detail) for r in report.sessions]
+        assert sid in rt.session(sid).interrupted_runs()[0]
