@@ -159,6 +159,7 @@ def export_bundle(
     Raises:
         UnknownSession: no such session.
         StoreError: the store cannot be read.
+        BundleRefused: ``file`` cannot be written (nothing is left behind).
     """
     sid = validate_session_id(session_id)
     src = Endpoint(location, project_dir, read_only=True)
@@ -187,9 +188,13 @@ def export_bundle(
     )
     path = Path(file)
     tmp = path.with_name(path.name + ".tmp")
-    with gzip.GzipFile(tmp, "wb", mtime=0) as out:
-        out.write(msgspec.json.encode(header) + b"\n" + body)
-    tmp.replace(path)
+    try:
+        with gzip.GzipFile(tmp, "wb", mtime=0) as out:
+            out.write(msgspec.json.encode(header) + b"\n" + body)
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise BundleRefused(f"cannot write the bundle {path}: {e.strerror or e}") from None
     return header
 
 

@@ -231,3 +231,17 @@ def test_a_fork_carries_its_parent_and_imports_where_the_parent_went_on(tmp_path
         rt.session(fork.id).delete(force=True)
     got = import_bundle(home, file, project)
     assert ["present", "copied"] == [r.outcome for r in got.sessions]
+
+
+def test_a_bundle_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    home = tmp_path / "home"
+    sid = _demo_session(home, project)
+    target = tmp_path / "no-such-dir" / "s.clew"
+    code, _, err = _clew(capsys, "--home", str(home), "export", sid, "--bundle", str(target))
+    assert 2 == code
+    assert 1 == len(err.strip().splitlines())
+    assert "cannot write the bundle" in err
