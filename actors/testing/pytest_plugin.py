@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from actors.cli.render import replay_lines
+from actors.errors import BundleRefused
 from actors.replay.report import ReplayReport
 from actors.runtime.bundle_replay import App, replay_bundle, rerecord_bundle
 from actors.runtime.bundles import SUFFIX, read_bundle
@@ -73,7 +74,11 @@ class BundleFile(pytest.File):
     """A session bundle: one item, named by its session."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        yield BundleItem.from_parent(self, name=read_bundle(self.path).session_id)
+        try:
+            sid = read_bundle(self.path).session_id
+        except BundleRefused as e:  # an altered bundle: one line, not a traceback
+            raise self.CollectError(str(e)) from None
+        yield BundleItem.from_parent(self, name=sid)
 
 
 class _Diverged(Exception):

@@ -172,3 +172,17 @@ def test_clew_rerecord_of_a_bundle_that_replays_identically_writes_nothing(
     assert before == file.read_bytes()
     assert 2 == main(["rerecord", str(file)])
     assert "needs --team FILE" in capsys.readouterr().err
+
+
+def test_an_altered_bundle_is_a_collection_error_of_one_line(
+    pytester: pytest.Pytester, sessions: tuple[Path, str, str]
+) -> None:
+    import gzip  # noqa: PLC0415
+
+    folder, _, _ = sessions
+    data = gzip.decompress((folder / "same.clew").read_bytes())
+    (folder / "same.clew").write_bytes(gzip.compress(data.replace(b"completed", b"complated", 1)))
+    result = pytester.runpytest(*_plugin_args(), "--clew-replay", str(folder))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*same.clew was altered since it was written (digest differs)"])
+    assert "Traceback" not in result.stdout.str()
