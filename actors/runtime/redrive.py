@@ -51,6 +51,7 @@ from eventlog.events import (
     ModelFailed,
     ModelRequested,
     ModelResponded,
+    TodoPlanned,
     ToolCallFinished,
     ToolCallStarted,
     ToolFailed,
@@ -140,8 +141,10 @@ class CallPlan(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     #: ``failed`` (the provider refused it) or ``in flight`` (no answer was recorded).
     why: str
-    #: Sent before any call of the run had failed: the re-drive sends it again as it was
-    #: (a later one was built after a failure, which may have shaped it).
+    #: The re-drive sends it again as it was: it was sent before any call of the run had
+    #: failed (a later one was built after a failure, which may have shaped it), and it
+    #: is not a main run's call after the run planned its tasks (those name the task
+    #: board, which a new attempt names anew).
     as_recorded: bool = True
     est_tokens: int | None = None
     est_cost: float | None = None
@@ -184,6 +187,8 @@ class _Scan:
         self.requests: dict[tuple[str, int], tuple[ModelRequested, int]] = {}
         #: The seq of the first failed model call (None: none failed).
         self.first_failure: int | None = None
+        #: The seq where a main run planned its tasks, by run.
+        self.planned: dict[str, int] = {}
         self.answered: dict[tuple[str, int], ModelResponded] = {}
         self.failed: set[tuple[str, int]] = set()
         self.started: dict[str, tuple[ToolCallStarted, str]] = {}
@@ -199,12 +204,19 @@ class _Scan:
                     self.failed.add((run, ev.call_index))
                     if self.first_failure is None:
                         self.first_failure = stored.seq
+                case TodoPlanned():
+                    self.planned.setdefault(run, stored.seq)
                 case ToolCallStarted():
                     self.started[ev.tool_call_id] = (ev, run)
                 case ToolCallFinished() | ToolFailed():
                     self.finished.add(ev.tool_call_id)
                 case _:
                     pass
+
+    def sent_as_recorded(self, run: str, seq: int) -> bool:
+        """True when the request at ``seq`` of ``run`` will be sent again unchanged."""
+        before_failure = self.first_failure is None or seq < self.first_failure
+        return before_failure and seq < self.planned.get(run, seq + 1)
 
 
 def _mean_tokens(events: Sequence[StoredEvent]) -> dict[str, int]:
@@ -275,7 +287,7 @@ def _with_calls(
         paid.append(CallPlan(
             run_id=key[0], call_index=key[1], role=req.role, model=req.model,
             why="failed" if key in s.failed else "in flight",
-            as_recorded=s.first_failure is None or seq < s.first_failure,
+            as_recorded=s.sent_as_recorded(key[0], seq),
             est_tokens=tokens, est_cost=_cost(prices, req.model, tokens),
         ))  # fmt: skip
     again: list[ToolPlan] = []
