@@ -215,6 +215,11 @@ class CopyRefused(UsageError):
     copy differs from its source)."""
 
 
+class BundleRefused(Refused):
+    """``clew import``: the file is not a session bundle clew can read, it was altered since
+    it was written, or the target holds a different session of one of its ids."""
+
+
 class NotRecorded(ClewError):
     """A rerun's tool call has no recorded result and no live tool was given."""
 

@@ -78,6 +78,12 @@ def session_id_at(now: str, suffix: str) -> str:
     return f"sess_{t:%Y%m%d_%H%M%S}_{suffix}"
 
 
+def redrive_id_at(now: str, suffix: str) -> str:
+    """Return the id of a re-drive (``clew redrive``) started at ``now`` (ISO-8601)."""
+    t = _dt.datetime.fromisoformat(now)
+    return f"redrive_{t:%Y%m%d_%H%M%S}_{suffix}"
+
+
 # --- agents and runs ---------------------------------------------------------------------
 
 

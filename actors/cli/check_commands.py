@@ -9,6 +9,7 @@ import typer
 
 from actors.cli import ids, render
 from actors.cli.app import app
+from actors.cli.junit import write_junit
 from actors.cli.options import (
     Home,
     Json,
@@ -82,6 +83,9 @@ def replay(
     project: Project = None,
     as_json: Json = False,
     live_tools: LiveTools = False,
+    junit: Annotated[
+        str | None, typer.Option("--junit", metavar="FILE", help="also write JUnit XML there")
+    ] = None,
 ) -> None:
     """Re-execute a session (or --all) against its recording: exit 0 identical, 1 diverged.
 
@@ -94,10 +98,14 @@ def replay(
     if session is not None:
         with open_session(where, session) as (rt, row):
             report = _replay_one(rt, row.session_id, team_file, show=not as_json, live=live_tools)
+        if junit is not None:
+            write_junit(junit, [report])
         print_result(report.to_json(), "\n".join(render.replay_lines(report)), as_json=as_json)
         exit_with(0 if report.identical else 1)
         return
     reports = _replay_all(where, team_file, allow_empty=allow_empty, live=live_tools)
+    if junit is not None:
+        write_junit(junit, reports)
     identical = all(r.identical for r in reports)
     if as_json:
         print_json({"identical": identical, "sessions": [r.to_json() for r in reports]})

@@ -15,6 +15,7 @@ import typer
 
 # The command modules register their commands on the app when imported.
 from actors.cli import (
+    bundle_commands,
     check_commands,
     copy_command,
     delete_command,
@@ -22,6 +23,8 @@ from actors.cli import (
     hitl_commands,
     live_commands,
     read_commands,
+    redrive_command,
+    rerecord_command,
     run_commands,
     serve_commands,
     session_commands,
@@ -39,6 +42,9 @@ from eventlog.logs import get_output, set_output
 
 COMMAND_MODULES = (
     run_commands,
+    bundle_commands,
+    redrive_command,
+    rerecord_command,
     copy_command,
     read_commands,
     check_commands,

@@ -14,7 +14,7 @@ from typing import Annotated
 import msgspec
 import typer
 
-from actors.cli import ids, render
+from actors.cli import bundle_commands, ids, render
 from actors.cli.app import app
 from actors.cli.options import (
     Home,
@@ -29,6 +29,7 @@ from actors.cli.options import (
 )
 from actors.cli.output import print_json, print_json_stream, print_result, quoted
 from actors.cli.pager import paged
+from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
 from actors.cli.show import ShowOptions, TreeView
 from actors.cli.timeline_rows import print_timeline, timeline_layout
 from actors.documents.excerpts import excerpt
@@ -37,6 +38,7 @@ from actors.documents.tasks import read_dags, tasks_doc
 from actors.documents.timeline import event_row
 from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
+from actors.runtime.redrive import select_sessions
 from actors.runtime.runtime import Runtime
 from eventlog.events import EVENT_TYPES
 from eventlog.records import SessionRow, StoredEvent
@@ -44,14 +46,24 @@ from projections.tree import NodeTree, check_branch_target
 
 
 @app.command()
-def sessions(home: Home = None, project: Project = None, as_json: Json = False) -> None:
-    """List the sessions of the home."""
+def sessions(
+    home: Home = None,
+    project: Project = None,
+    as_json: Json = False,
+    status: Status = None,
+    error: Error = None,
+    model: UsedModel = None,
+    role: Role = None,
+    since: Since = None,
+) -> None:
+    """List the sessions of the home (those the filters select)."""
     where = where_from(home, project)
+    chosen = session_filter(status, error, model, role, since)
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
         with open_runtime(where) as rt:
-            infos = rt.sessions()
+            infos = rt.sessions() if chosen.selects_all() else select_sessions(rt, chosen)
             scenarios = {
                 r.session_id: str(r.metadata.get("scenario", "")) for r in rt.store.list_sessions()
             }
@@ -254,9 +266,21 @@ def switch_node(
 
 
 @app.command()
-def export(session: SessionArg, home: Home = None, project: Project = None) -> None:
-    """Print the session's events as JSON lines, by seq (always JSON: no --json needed)."""
+def export(
+    session: SessionArg,
+    home: Home = None,
+    project: Project = None,
+    bundle: Annotated[
+        str | None,
+        typer.Option("--bundle", metavar="FILE", help="write a session bundle (clew import)"),
+    ] = None,
+) -> None:
+    """Print the session's events as JSON lines, by seq (always JSON: no --json needed);
+    ``--bundle FILE``: write the session as one verified, importable file instead."""
     where = where_from(home, project)
+    if bundle is not None:
+        bundle_commands.write_bundle(where, session, bundle)
+        return
     encode = msgspec.json.Encoder().encode
     with open_session(where, session) as (rt, row):
         write = sys.stdout.write

@@ -488,42 +488,73 @@ def _wal_records(end: Endpoint, sid: str, cwd: str) -> dict[str, list[WalRecord]
     return {name: wals.replay(sid, name, repair=False).records for name in wals.names(sid)}
 
 
-def _copy_one(src: Endpoint, dst: Endpoint, sid: str) -> CopyResult:
-    row = src.store.read_session(sid)
-    events = list(src.store.iter_events(sid))
-    wal_records = _wal_records(src, sid, row.cwd)
-    lines = sum(len(r) for r in wal_records.values())
-    artifacts = [e.event for e in events if isinstance(e.event, ArtifactCreated)]
+class SessionImage(msgspec.Struct, frozen=True, kw_only=True):
+    """One session as a copy moves it: its events in seq order and its Task WALs' lines
+    (what :func:`read_image` reads from a store and :func:`land_image` writes to one; a
+    session bundle, :mod:`actors.runtime.bundles`, carries these)."""
+
+    session_id: str
+    #: The project directory the session was recorded in (where its Task WALs live).
+    cwd: str
+    events: list[StoredEvent]
+    wals: dict[str, list[WalRecord]]
+
+    def artifacts(self) -> list[ArtifactCreated]:
+        """The artifacts the session's own events created."""
+        return [e.event for e in self.events if isinstance(e.event, ArtifactCreated)]
+
+    def result(self, outcome: str) -> CopyResult:
+        """What :func:`land_image` reports for this session."""
+        return CopyResult(
+            session_id=self.session_id,
+            outcome=outcome,
+            events=len(self.events),
+            artifacts=len(self.artifacts()),
+            task_wal_lines=sum(len(r) for r in self.wals.values()),
+        )
+
+
+def read_image(end: Endpoint, sid: str) -> SessionImage:
+    """Read the session ``sid`` of ``end``: its events and its Task WALs' lines."""
+    row = end.store.read_session(sid)
+    events = list(end.store.iter_events(sid))
+    return SessionImage(
+        session_id=sid, cwd=row.cwd, events=events, wals=_wal_records(end, sid, row.cwd)
+    )
+
+
+def land_image(
+    dst: Endpoint, image: SessionImage, read_artifact: Callable[[str], bytes]
+) -> CopyResult:
+    """Write ``image`` to ``dst`` exactly (``read_artifact``: the bytes of an artifact path),
+    read it back and verify it; ``identical`` when ``dst`` holds it already.
+
+    Raises:
+        CopyRefused: ``dst`` holds a different session of that id, or the copy is wrong.
+    """
+    sid, events, wal_records = image.session_id, image.events, image.wals
     if dst.store.session_exists(sid):
         same = events == list(dst.store.iter_events(sid))
-        if same and wal_records == _wal_records(dst, sid, row.cwd):
-            return CopyResult(
-                session_id=sid,
-                outcome="identical",
-                events=len(events),
-                artifacts=len(artifacts),
-                task_wal_lines=lines,
-            )
+        if same and wal_records == _wal_records(dst, sid, image.cwd):
+            return image.result("identical")
         raise CopyRefused(
             f"session {sid} already exists on the target and differs from the source;"
             " nothing was copied (remove it there first)"
         )
-    to_write = _wals_to_write(dst.wals(row.cwd), sid, wal_records)  # refuses before writing
-    for art in artifacts:
-        data = src.store.artifacts.read(art.path)
+    to_write = _wals_to_write(dst.wals(image.cwd), sid, wal_records)  # refuses before writing
+    for art in image.artifacts():
+        data = read_artifact(art.path)
         rel, _, _ = dst.store.artifacts.write(sid, data, ext=art.path.rsplit(".", 1)[-1])
         if rel != art.path:  # pragma: no cover - content-addressed on both backends
             raise CopyRefused(f"artifact {art.path} of {sid} lands at {rel} on the target")
     _append_all(dst.store, sid, events)
-    _copy_wals(dst.wals(row.cwd), sid, to_write)
-    _check_copy(src, dst, sid, events, wal_records, row.cwd)
-    return CopyResult(
-        session_id=sid,
-        outcome="copied",
-        events=len(events),
-        artifacts=len(artifacts),
-        task_wal_lines=lines,
-    )
+    _copy_wals(dst.wals(image.cwd), sid, to_write)
+    _check_copy(dst, sid, events, wal_records, image.cwd)
+    return image.result("copied")
+
+
+def _copy_one(src: Endpoint, dst: Endpoint, sid: str) -> CopyResult:
+    return land_image(dst, read_image(src, sid), src.store.artifacts.read)
 
 
 def _append_all(store: EventStore, sid: str, events: Sequence[StoredEvent]) -> None:
@@ -570,7 +601,6 @@ def _copy_wals(wals: TaskWals, sid: str, wal_records: dict[str, list[WalRecord]]
 
 
 def _check_copy(
-    src: Endpoint,
     dst: Endpoint,
     sid: str,
     events: Sequence[StoredEvent],
