@@ -22,7 +22,7 @@ def rt(tmp_path: Path) -> Runtime:
 
 
 def _types(rt: Runtime, sid: str) -> list[str]:
-    return [e.event_type for e in rt._engine.store.iter_events(sid)]
+    return [e.event_type for e in rt.store.iter_events(sid)]
 
 
 def test_a_run_returns_the_agents_typed_result_and_records_every_step(
@@ -38,7 +38,7 @@ def test_a_run_returns_the_agents_typed_result_and_records_every_step(
     assert 3 == types.count("token_usage")
     assert 2 == types.count("tool_call_started") == types.count("tool_call_finished")
     assert "run_ended" == types[-1]
-    ended = rt._engine.store.read_runs(session.id)[-1]
+    ended = rt.store.read_runs(session.id)[-1]
     assert "completed" == ended.status
 
 
