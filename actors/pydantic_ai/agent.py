@@ -36,8 +36,9 @@ from pydantic_ai import Agent
 from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.models import Model, infer_model
 
-from actors.errors import NeedsResume, RunCancelled, SessionWaiting
+from actors.errors import NeedsResume, RunCancelled, RunParked, SessionWaiting
 from actors.models.tools import InDoubtPolicy, ToolRegistry
+from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.brain import RunRequest
 from actors.orchestration.loop import Conversation
 from actors.orchestration.main_run import RunOutcome
@@ -67,10 +68,14 @@ PHASE: Final = "pydantic-ai"
 
 
 class DurableRunFailed(ClewError):
-    """A durable run did not complete: interrupted (resume it), diverged or refused."""
+    """A durable run did not complete: interrupted (resume it), diverged or waiting for a
+    person (``outcome.pending``: decide them, then ``session.resume(agent=…)``)."""
 
     def __init__(self, outcome: RunOutcome) -> None:
-        super().__init__(f"run {outcome.run_id} {outcome.status}: {outcome.error}")
+        what = outcome.error or ", ".join(
+            f"{p.tool_name} ({p.tool_call_id})" for p in outcome.pending
+        )
+        super().__init__(f"run {outcome.run_id} {outcome.status}: {what}")
         self.outcome = outcome
 
 
@@ -208,6 +213,8 @@ class DurableAgent:
                     drive.outcome = await bridge.recorded(lambda r: self._end(r, drive, result))
             except RunCancelled as stop:
                 drive.outcome = await bridge.recorded(partial(self._cancelled, drive=drive, e=stop))
+            except RunParked as parked:
+                drive.outcome = _parked(rec, drive, parked)
         except Exception as e:  # every way a run ends is decided here
             await self._stopped(env, bridge, request, drive, _leaf(e))
         finally:
@@ -231,8 +238,10 @@ class DurableAgent:
     @contextmanager
     def _overrides(self, env: SessionEnv, bridge: Bridge) -> Iterator[None]:
         in_doubt = self._in_doubt or env.settings.in_doubt_policy
+        required = env.settings.approval_required
         toolsets = [
-            RecordedToolset(ts, bridge, self._policies, in_doubt) for ts in self.wrapped.toolsets
+            RecordedToolset(ts, bridge, self._policies, in_doubt, required)
+            for ts in self.wrapped.toolsets
         ]
         model = RecordedModel(self.model, bridge)
         with (
@@ -314,6 +323,17 @@ class DurableAgent:
                 if stop is None:
                     raise
         drive.outcome = _outcome(env, request, "interrupted", error=str(stop))
+
+
+def _parked(rec: RunRecorder, drive: _Drive, e: RunParked) -> RunOutcome:
+    """The run waits for a person (its ``run_waiting`` is recorded): it stays open."""
+    return RunOutcome(
+        session_id=rec.session_id,
+        run_id=rec.run_id,
+        status="waiting",
+        pending=[p for p in e.pending if isinstance(p, PendingApproval)],
+        active_node_id=drive.conv.tip if drive.conv is not None else None,
+    )
 
 
 def _failed(rec: RunRecorder, drive: _Drive, e: Exception) -> RunOutcome:

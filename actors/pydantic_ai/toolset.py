@@ -16,11 +16,20 @@ as it does in Pydantic AI, as :class:`ToolCallFailed`.
 
 A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
 :func:`tool_context`.
+
+A tool that requires approval (``requires_approval=True``, or named in the session's
+``RunSettings.approval_required``) waits for a person the clew way instead of ending the
+run with deferred tool requests: ``approval_requested`` is recorded before its
+``tool_call_started`` and the run parks (``run_waiting``); ``clew approve``/``deny`` (or
+``Session.decide``) from any process records the decision, and ``session.resume(agent=…)``
+re-executes the run to the wait and goes on — the tool runs (with edited arguments, for
+an edit), or the model is told the denial.
 """
 
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -31,15 +40,23 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from actors.models.tools import InDoubtPolicy, ToolContext
+from actors.orchestration.approvals import apply, pending_of
 from actors.pydantic_ai.messages import jsonable
 from actors.pydantic_ai.run import Bridge
 from actors.recording.recorder import RunRecorder
-from eventlog.blocks import JsonBlock, TextBlock
+from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
 from eventlog.errors import ClewError
-from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
+from eventlog.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    RunWaiting,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+)
 
 #: The error types a call's outcome is told to the model with (``ModelRetry``), not raised.
-_RETRY: Final = frozenset({"ModelRetry", "InDoubt"})
+_RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
 
 _CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
     "clew_pydantic_ai_tool_context", default=None
@@ -83,11 +100,32 @@ class RecordedToolset(WrapperToolset[Any]):
         bridge: Bridge,
         policies: Mapping[str, ToolPolicy],
         default_in_doubt: InDoubtPolicy,
+        approval_required: list[str] | None = None,
     ) -> None:
         super().__init__(wrapped)
         self._bridge = bridge
         self._policies = dict(policies)
         self._default_in_doubt: InDoubtPolicy = default_in_doubt
+        self._approval_required = list(approval_required or [])
+        #: The tools that wait for a person's approval (their kind was ``unapproved``).
+        self._gated: set[str] = set()
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        # A tool that requires approval is called through this toolset, which makes it
+        # wait the clew way (:meth:`_gate`), instead of being deferred by the framework.
+        tools = await self.wrapped.get_tools(ctx)
+        out: dict[str, ToolsetTool[Any]] = {}
+        for name, tool in tools.items():
+            required = name in self._approval_required or "*" in self._approval_required
+            if tool.tool_def.kind == "unapproved" or (
+                required and tool.tool_def.kind == "function"
+            ):
+                self._gated.add(name)
+                as_function = dataclasses.replace(tool.tool_def, kind="function")
+                out[name] = dataclasses.replace(tool, tool_def=as_function)
+            else:
+                out[name] = tool
+        return out
 
     def visit_and_replace(self, visitor: Any) -> AbstractToolset[Any]:
         # Never rebuilt around another toolset: the wrapper is made per run.
@@ -146,7 +184,15 @@ class RecordedToolset(WrapperToolset[Any]):
         def step(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
             rec.checkpoint("tool")
             in_doubt = policy.in_doubt or self._default_in_doubt
-            return rec.tool_call(started, lambda: live(rec), in_doubt)
+            call = ToolCallBlock(id=call_id, name=name, arguments=started.arguments)
+            gated = self._gate(rec, call)
+            if isinstance(gated, ToolFailed):
+                return rec.tool_call(started, lambda: gated, in_doubt)
+            asked = msgspec.structs.replace(started, arguments=dict(gated.arguments))
+            if gated.arguments != started.arguments:
+                tool_args.clear()
+                tool_args.update(gated.arguments)
+            return rec.tool_call(asked, lambda: live(rec), in_doubt)
 
         outcome = await bridge.recorded(step)
         if isinstance(outcome, ToolFailed):
@@ -154,6 +200,36 @@ class RecordedToolset(WrapperToolset[Any]):
                 raise ModelRetry(outcome.message)
             raise ToolCallFailed(name, outcome.error_type, outcome.message)
         return result_of(outcome)
+
+    def _gate(self, rec: RunRecorder, call: ToolCallBlock) -> ToolCallBlock | ToolFailed:
+        """Return the call to run (edited, maybe), or a denial's ``tool_failed``.
+
+        Whether the call waits is the tool's live answer; re-executing, the recording's
+        (its ``approval_requested`` is next, or not).
+
+        Raises:
+            RunParked: the call waits for a person (``run_waiting`` is recorded).
+        """
+        if rec.replaying:
+            nxt = rec.peek()
+            recorded = nxt.event if nxt is not None else None
+            if not isinstance(recorded, ApprovalRequested) or recorded.tool_call_id != call.id:
+                return call
+            reason = recorded.reason
+        elif call.name in self._gated:
+            reason = f"tool {call.name!r} needs approval"
+        else:
+            return call
+        request = ApprovalRequested(tool_call_id=call.id, tool_name=call.name,
+                                    arguments=dict(call.arguments), agent_id=rec.agent_id,
+                                    role=self._bridge.role, reason=reason)  # fmt: skip
+        rec.emit(request)
+        pending = [pending_of(rec.session_id, rec.run_id, request)]
+        rec.wait_point(RunWaiting(run_id=rec.run_id, reason="approval", pending=[call.id]), pending)
+        decided = rec.take_recorded(ApprovalDecided, lambda e: e.tool_call_id == call.id)
+        rec.go_on(decided is not None, pending)
+        assert decided is not None
+        return apply(call, decided, "a person")
 
 
 def result_of(outcome: ToolCallFinished) -> Any:

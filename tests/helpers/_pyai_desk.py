@@ -54,8 +54,14 @@ def _ask(workdir: Path, instructions: str) -> Any:
     return model
 
 
-def desk(workdir: Path, *, instructions: str = "You are a support desk.", kill: bool = False,
-         lookup_doc: str = "Look an order up.") -> DurableAgent:  # fmt: skip
+def desk(
+    workdir: Path,
+    *,
+    instructions: str = "You are a support desk.",
+    kill: bool = False,
+    lookup_doc: str = "Look an order up.",
+    approval: bool = False,
+) -> DurableAgent:
     """Return the durable support desk writing its ledger and calls under ``workdir``."""
     agent = Agent(FunctionModel(_ask(workdir, instructions)), output_type=Reply, name="desk",
                   instructions=instructions)  # fmt: skip
@@ -66,7 +72,7 @@ def desk(workdir: Path, *, instructions: str = "You are a support desk.", kill: 
     lookup_order.__doc__ = lookup_doc
     agent.tool_plain(lookup_order)
 
-    @agent.tool_plain
+    @agent.tool_plain(requires_approval=approval)
     def issue_refund(order_id: str, amount: float) -> str:
         """Refund an order (writes the ledger once per idempotency key)."""
         ctx = tool_context()
