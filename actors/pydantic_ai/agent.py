@@ -1,7 +1,7 @@
 """A durable Pydantic AI agent: each run is a clew main run whose loop is the framework's.
 
 :class:`DurableAgent` wraps an ``Agent`` (as Pydantic AI's Temporal, DBOS and Prefect
-wrappers do: a wrapped model, wrapped toolsets). ``run``/``run_sync``
+wrappers do: a wrapped model, wrapped toolsets). ``run``/``run_sync``/``run_stream``
 inside a clew session record the run as a main run of a kind of its own (``run_started``
 phase :data:`PHASE`): its inputs, every model request and reply with usage
 (:mod:`actors.pydantic_ai.model`), every tool call (:mod:`actors.pydantic_ai.toolset`),
@@ -19,14 +19,15 @@ protocol: :meth:`DurableAgent.execute`).
 
 Not recorded (the application passes the same again on a resume): ``deps`` (give them
 to the wrapper), ``model_settings``, ``usage_limits``. Each run starts a conversation of
-its own (``message_history`` is not part of the recording yet).
+its own (``message_history`` is not part of the recording yet). A resume or a replay of a
+streamed run re-executes it with ``Agent.run`` (the same requests, recorded alike).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -35,6 +36,7 @@ import msgspec
 from pydantic_ai import Agent
 from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.models import Model, infer_model
+from pydantic_ai.result import StreamedRunResult
 
 from actors.errors import NeedsResume, RunCancelled, RunParked, SessionWaiting
 from actors.models.tools import InDoubtPolicy, ToolRegistry
@@ -87,6 +89,15 @@ class _Drive:
     result: AgentRunResult[Any] | None = None
     error: BaseException | None = None
     conv: Conversation | None = field(default=None, repr=False)
+
+
+@dataclass
+class _Handoff:
+    """A streamed run's stream, handed from the run's task to the caller, and back."""
+
+    ready: asyncio.Future[StreamedRunResult[Any, Any]]
+    #: Set once the caller left the stream's block: the run may end.
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class DurableAgent:
@@ -144,7 +155,37 @@ class DurableAgent:
         """:meth:`run` from synchronous code."""
         return asyncio.run(self.run(user_prompt, session=session, **kwargs))
 
-    async def _live(self, prompt: str, session: Session, kwargs: dict[str, Any]) -> _Drive:
+    @asynccontextmanager
+    async def run_stream(
+        self, user_prompt: str, *, session: Session, **kwargs: Any
+    ) -> AsyncIterator[StreamedRunResult[Any, Any]]:
+        """Stream a new main run of ``session``: ``Agent.run_stream``'s result, recorded.
+
+        Each model reply is one recorded call: it streams to the caller once complete (a
+        resume or a replay streams the recorded one). The run ends when the block is left.
+
+        Raises:
+            DurableRunFailed: the run did not complete (interrupted, waiting).
+        """
+        handoff = _Handoff(ready=asyncio.get_running_loop().create_future())
+        task = asyncio.ensure_future(self._live(user_prompt, session, kwargs, handoff))
+        await asyncio.wait([handoff.ready, task], return_when=asyncio.FIRST_COMPLETED)
+        if not handoff.ready.done():
+            _check(await task)
+        try:
+            yield handoff.ready.result()
+        finally:
+            handoff.done.set()
+            drive = await task
+        _check(drive)
+
+    async def _live(
+        self,
+        prompt: str,
+        session: Session,
+        kwargs: dict[str, Any],
+        handoff: _Handoff | None = None,
+    ) -> _Drive:
         engine = session._engine  # noqa: SLF001 - a main run of the session's own engine
         sid = session.id
         engine.refuse_if_read_only("running a session")
@@ -174,7 +215,7 @@ class DurableAgent:
 
         prepared = owned_run(engine, sid, build)
         try:
-            drive = await self._drive(prepared.env, prepared.request, kwargs)
+            drive = await self._drive(prepared.env, prepared.request, kwargs, handoff)
             if drive.outcome.status != "interrupted":
                 engine.writer.flush()
         finally:
@@ -183,10 +224,8 @@ class DurableAgent:
         return drive
 
     def _result(self, drive: _Drive) -> AgentRunResult[Any]:
-        if drive.error is not None:
-            raise drive.error
-        if drive.result is None:
-            raise DurableRunFailed(drive.outcome)
+        _check(drive)
+        assert drive.result is not None
         return drive.result
 
     # --- the RunKind protocol: resume and replay -----------------------------------------
@@ -199,7 +238,13 @@ class DurableAgent:
 
     # --- one execution ---------------------------------------------------------------------
 
-    async def _drive(self, env: SessionEnv, request: RunRequest, kwargs: dict[str, Any]) -> _Drive:
+    async def _drive(
+        self,
+        env: SessionEnv,
+        request: RunRequest,
+        kwargs: dict[str, Any],
+        handoff: _Handoff | None = None,
+    ) -> _Drive:
         agent_id = brain_agent_id(env.session_id)
         rec = env.recorder(agent_id, request.run_id)
         bridge = Bridge(rec, asyncio.get_running_loop(), self.name)
@@ -208,9 +253,10 @@ class DurableAgent:
             try:
                 with rec.commits.committing():
                     drive.conv = await bridge.recorded(lambda r: self._start(r, request))
-                    result = await self._agent_run(env, bridge, request, kwargs)
-                    drive.result = result
-                    drive.outcome = await bridge.recorded(lambda r: self._end(r, drive, result))
+                    output, drive.result = await self._agent_run(
+                        env, bridge, request, kwargs, handoff
+                    )
+                    drive.outcome = await bridge.recorded(lambda r: self._end(r, drive, output))
             except RunCancelled as stop:
                 drive.outcome = await bridge.recorded(partial(self._cancelled, drive=drive, e=stop))
             except RunParked as parked:
@@ -228,12 +274,21 @@ class DurableAgent:
         bridge: Bridge,
         request: RunRequest,
         kwargs: dict[str, Any],
-    ) -> AgentRunResult[Any]:
+        handoff: _Handoff | None,
+    ) -> tuple[Any, AgentRunResult[Any] | None]:
+        """Run the agent (streamed, with ``handoff``); return its output and result."""
         kwargs = dict(kwargs)
         if self._deps is not None:
             kwargs.setdefault("deps", self._deps)
+        prompt = request.inputs.prompt
         with self._overrides(env, bridge):
-            return await self.wrapped.run(request.inputs.prompt, **kwargs)
+            if handoff is None:
+                result = await self.wrapped.run(prompt, **kwargs)
+                return result.output, result
+            async with self.wrapped.run_stream(prompt, **kwargs) as streamed:
+                handoff.ready.set_result(streamed)
+                await handoff.done.wait()
+                return await streamed.get_output(), None
 
     @contextmanager
     def _overrides(self, env: SessionEnv, bridge: Bridge) -> Iterator[None]:
@@ -275,8 +330,8 @@ class DurableAgent:
         conv.append("user", [TextBlock(text=inputs.prompt)])
         return conv
 
-    def _end(self, rec: RunRecorder, drive: _Drive, result: AgentRunResult[Any]) -> RunOutcome:
-        output = jsonable(result.output)
+    def _end(self, rec: RunRecorder, drive: _Drive, value: Any) -> RunOutcome:
+        output = jsonable(value)
         text = output if isinstance(output, str) else msgspec.json.encode(output).decode()
         assert drive.conv is not None
         node = drive.conv.append("assistant", [TextBlock(text=text)])
@@ -293,7 +348,7 @@ class DurableAgent:
             )
         )
         return RunOutcome(session_id=rec.session_id, run_id=rec.run_id, status="completed",
-                          answer=text, active_node_id=node, output=result.output)  # fmt: skip
+                          answer=text, active_node_id=node, output=value)  # fmt: skip
 
     def _cancelled(self, rec: RunRecorder, drive: _Drive, e: RunCancelled) -> RunOutcome:
         tip = drive.conv.tip if drive.conv is not None else None
@@ -323,6 +378,14 @@ class DurableAgent:
                 if stop is None:
                     raise
         drive.outcome = _outcome(env, request, "interrupted", error=str(stop))
+
+
+def _check(drive: _Drive) -> None:
+    """Raise what the run raised, or :class:`DurableRunFailed` if it did not complete."""
+    if drive.error is not None:
+        raise drive.error
+    if drive.outcome.status != "completed":
+        raise DurableRunFailed(drive.outcome)
 
 
 def _parked(rec: RunRecorder, drive: _Drive, e: RunParked) -> RunOutcome:
