@@ -7,7 +7,8 @@ request it is asked to a calls file, so a test counts the requests across proces
 
 As a script (``python _pyai_desk.py HOME SESSION WORKDIR``) it runs the agent in the
 session with ``Runtime.from_env`` (so the ``CLEW_FAULT_*`` variables apply);
-``DESK_KILL_IN_REFUND=1`` SIGKILLs the process inside the refund, after its ledger line.
+``DESK_KILL_IN_REFUND=1`` SIGKILLs the process inside the refund, after its ledger line;
+``DESK_BASE_URL`` makes its model Pydantic AI's OpenAI model talking to that server.
 """
 
 from __future__ import annotations
@@ -61,10 +62,18 @@ def desk(
     kill: bool = False,
     lookup_doc: str = "Look an order up.",
     approval: bool = False,
+    base_url: str | None = None,
 ) -> DurableAgent:
-    """Return the durable support desk writing its ledger and calls under ``workdir``."""
-    agent = Agent(FunctionModel(_ask(workdir, instructions)), output_type=Reply, name="desk",
-                  instructions=instructions)  # fmt: skip
+    """Return the durable support desk writing its ledger and calls under ``workdir``;
+    ``base_url``: its model is Pydantic AI's OpenAI model talking to that server."""
+    model: Any = FunctionModel(_ask(workdir, instructions))
+    if base_url is not None:
+        from pydantic_ai.models.openai import OpenAIChatModel  # noqa: PLC0415 - openai extra
+        from pydantic_ai.providers.openai import OpenAIProvider  # noqa: PLC0415
+
+        provider = OpenAIProvider(base_url=base_url, api_key="sk-test")
+        model = OpenAIChatModel("fake-gpt", provider=provider)
+    agent = Agent(model, output_type=Reply, name="desk", instructions=instructions)
 
     def lookup_order(order_id: str) -> dict[str, Any]:
         return {"order_id": order_id, "total": 42.5, "status": "delivered"}
@@ -101,6 +110,22 @@ def desk(
     return DurableAgent(agent, tools=policies)
 
 
+def openai_desk_reply(path: str, body: Any) -> Any:
+    """Answer the desk's Chat Completions requests like a provider, by turn: look the
+    order up, refund it, then the typed answer (``final_result``)."""
+    from fake_server import Reply as ServerReply  # noqa: PLC0415 - the test server's
+    from fake_server import openai_reply  # noqa: PLC0415
+
+    turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    name, args = [
+        ("lookup_order", {"order_id": "A-17"}),
+        ("issue_refund", {"order_id": "A-17", "amount": 42.5}),
+        ("final_result", {"answer": "Refunded 42.50 for A-17.", "refunded": 42.5}),
+    ][min(turn, 2)]
+    call = {"id": f"call-{turn + 1}", "name": name, "arguments": json.dumps(args)}
+    return ServerReply(body=openai_reply(None, tool_calls=[call], finish_reason="tool_calls"))
+
+
 def calls(workdir: Path) -> int:
     """Return how many requests the model was asked, in every process."""
     path = workdir / "calls.txt"
@@ -118,7 +143,8 @@ if __name__ == "__main__":
 
     home, sid, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     with Runtime.from_env(home=home, project_dir=str(work)) as rt:
-        result = desk(work, kill=os.environ.get("DESK_KILL_IN_REFUND") == "1").run_sync(
+        kill = os.environ.get("DESK_KILL_IN_REFUND") == "1"
+        result = desk(work, kill=kill, base_url=os.environ.get("DESK_BASE_URL")).run_sync(
             PROMPT, session=rt.session(sid)
         )
         print(result.output.model_dump_json())
