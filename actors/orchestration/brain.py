@@ -20,7 +20,7 @@ from typing import Protocol
 import msgspec
 import pykka
 
-from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked
+from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked, UsageError
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
@@ -205,10 +205,23 @@ class RunKind(Protocol):
         ...
 
 
+#: The ``run_started`` phase of the Brain's main runs.
+BRAIN_PHASE = "orchestrate"
+
+
 def executor_for(kind: RunKind | None, phase: str) -> Executor:
-    """Return what re-executes a main run whose ``run_started`` records ``phase``."""
+    """Return what re-executes a main run whose ``run_started`` records ``phase``.
+
+    Raises:
+        UsageError: the run was made by a framework's agent that was not given.
+    """
     if kind is not None and phase == kind.phase:
         return kind.execute
+    if phase not in (BRAIN_PHASE, ""):
+        raise UsageError(
+            f"this run was made by a {phase!r} agent: pass that agent (agent=…) to resume"
+            " or replay it"
+        )
     return execute
 
 

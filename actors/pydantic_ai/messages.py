@@ -3,7 +3,7 @@ as content blocks, and the exact response back from its recording.
 
 A ``model_requested`` holds the request as clew renders any request (messages of text,
 tool-call and tool-result blocks; the agent's instructions as the system prompt; the tool
-specs the model was offered), so its hash, ``clew calls`` and a replay's divergence report
+specs the model was offered), so its hash, ``clew timeline`` and a replay's divergence report
 read like a native run's. The fields Pydantic AI fills afresh on every run (timestamps,
 its own run and conversation ids) are left out: they differ on a replay that asks the same.
 

@@ -11,6 +11,7 @@ pytest.importorskip("pydantic_ai")
 from _cli_helpers import Where, invoke
 from _pyai_desk import PROMPT, Reply, calls, desk, ledger
 
+from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 
 
@@ -88,3 +89,23 @@ def test_the_run_shows_in_clew_timeline_and_verifies(rt: Runtime, tmp_path: Path
     assert "model" in shown.out
     checked = invoke(where, "verify", session.id)
     assert 0 == checked.code, checked.out + checked.err
+
+
+def test_a_replay_or_resume_without_the_agent_says_to_pass_it(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    with pytest.raises(UsageError, match="pass that agent"):
+        rt.replay(session.id)
+
+
+def test_the_run_shows_in_clew_show_and_usage(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    rt.close()
+    where = Where(tmp_path / "home", tmp_path)
+    shown = invoke(where, "show", session.id)
+    assert 0 == shown.code, shown.err
+    assert "Refunded 42.50" in shown.out
+    usage = invoke(where, "usage", session.id)
+    assert 0 == usage.code, usage.err
+    assert "desk" in usage.out  # the agent's name is the role of its calls
