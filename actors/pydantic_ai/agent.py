@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -232,9 +233,14 @@ class DurableAgent:
 
     def execute(self, env: SessionEnv, tasks: TaskManagerProxy, request: RunRequest) -> RunOutcome:
         """Re-execute recorded run ``request`` in ``env`` (a resume's or a replay's); return
-        how it ended. Runs its own event loop: call it from synchronous code."""
-        drive = asyncio.run(self._drive(env, request, {}))
-        return drive.outcome
+        how it ended. Runs its own event loop (on a thread of its own when this thread
+        runs one already: ``rt.resume`` called from an ``async`` application)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._drive(env, request, {})).outcome
+        with ThreadPoolExecutor(1, thread_name_prefix="clew-pydantic-ai") as pool:
+            return pool.submit(asyncio.run, self._drive(env, request, {})).result().outcome
 
     # --- one execution ---------------------------------------------------------------------
 

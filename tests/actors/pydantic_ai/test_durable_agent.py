@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,14 @@ def test_the_run_shows_in_clew_show_and_usage(rt: Runtime, tmp_path: Path) -> No
     usage = invoke(where, "usage", session.id)
     assert 0 == usage.code, usage.err
     assert "desk" in usage.out  # the agent's name is the role of its calls
+
+
+def test_a_replay_called_from_async_code_runs(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    agent = desk(tmp_path)
+
+    async def app() -> bool:
+        await agent.run(PROMPT, session=session)
+        return rt.replay(session.id, agent=agent).identical
+
+    assert asyncio.run(app())
