@@ -1,17 +1,18 @@
 """The clew wrapper's per-step overhead on a Pydantic AI agent, vs the unwrapped agent and
 vs ``DBOSAgent`` (SQLite system database), in the same run.
 
-One agent, one run of ``--steps`` steps (default 50): each step is a model request
-answered with one tool call (a ``FunctionModel``: no network, no tokens), then the tool;
-the last request answers with text. So a step is one model request and one tool call —
-what a durable wrapper records. Each side runs the same agent ``--runs`` times (default 5)
-in a fresh home (clew) or database (DBOS), best of the runs; the table prints the time
-per step and the ratio to the unwrapped agent. DBOS's side wraps model requests as steps
-(its tools are not: DBOS does not wrap plain tool functions) — clew records both.
+One agent, one run of ``--steps`` steps (default 40: Pydantic AI allows 50 requests a
+run): each step is a model request answered with one tool call (a ``FunctionModel``: no
+network, no tokens), then the tool; the last request answers with text. So a step is one
+model request and one tool call — what a durable wrapper records. Each side runs the
+same agent ``--runs`` times (default 5), best of the runs (clew: a new session each run
+in one open home; DBOS: one SQLite system database); the table prints the time per step
+and the ratio to the unwrapped agent. DBOS's side wraps model requests as steps (its
+tools are not: DBOS does not wrap plain tool functions) — clew records both.
 
 Not a test: numbers depend on the machine.
 
-    python benchmarks/bench_pydantic_ai.py [--steps 50] [--runs 5]
+    python benchmarks/bench_pydantic_ai.py [--steps 40] [--runs 5]
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def dbos(steps: int, runs: int) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     steps, runs = args.steps, args.runs
