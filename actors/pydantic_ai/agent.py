@@ -171,8 +171,10 @@ class DurableAgent:
         handoff = _Handoff(ready=asyncio.get_running_loop().create_future())
         task = asyncio.ensure_future(self._live(user_prompt, session, kwargs, handoff))
         await asyncio.wait([handoff.ready, task], return_when=asyncio.FIRST_COMPLETED)
-        if not handoff.ready.done():
-            _check(await task)
+        if not handoff.ready.done():  # the run ended before its stream opened
+            drive = await task
+            _check(drive)
+            raise DurableRunFailed(drive.outcome)
         try:
             yield handoff.ready.result()
         finally:
