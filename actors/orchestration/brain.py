@@ -14,11 +14,13 @@ taken in the *recorded* order, so every decision the Brain makes reproduces.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 import pykka
 
-from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked
+from actors.errors import Divergence, RunCancelled, RunInterrupted, RunParked, UsageError
 from actors.models.storable import safe_text
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import MainRun, RunOutcome
@@ -182,6 +184,45 @@ def _run_timer(env: SessionEnv) -> threading.Timer | None:
     timer.daemon = True
     timer.start()
     return timer
+
+
+#: What re-executes (or runs) one main run: :func:`execute` for the Brain's runs.
+Executor = Callable[[SessionEnv, TaskManagerProxy, RunRequest], RunOutcome]
+
+
+class RunKind(Protocol):
+    """A kind of main run whose loop is not the Brain's: a framework's agent
+    (``actors.pydantic_ai.DurableAgent``). Its runs record ``run_started`` with
+    :attr:`phase`; a resume or a replay hands them to :meth:`execute`."""
+
+    @property
+    def phase(self) -> str:
+        """The ``run_started`` phase of this kind's runs."""
+        ...
+
+    def execute(self, env: SessionEnv, tasks: TaskManagerProxy, request: RunRequest) -> RunOutcome:
+        """Re-execute the recorded main run ``request`` in ``env``; return how it ended."""
+        ...
+
+
+#: The ``run_started`` phase of the Brain's main runs.
+BRAIN_PHASE = "orchestrate"
+
+
+def executor_for(kind: RunKind | None, phase: str) -> Executor:
+    """Return what re-executes a main run whose ``run_started`` records ``phase``.
+
+    Raises:
+        UsageError: the run was made by a framework's agent that was not given.
+    """
+    if kind is not None and phase == kind.phase:
+        return kind.execute
+    if phase not in (BRAIN_PHASE, ""):
+        raise UsageError(
+            f"this run was made by a {phase!r} agent: pass that agent (agent=…) to resume"
+            " or replay it"
+        )
+    return execute
 
 
 def execute(env: SessionEnv, tasks: TaskManagerProxy, request: RunRequest) -> RunOutcome:

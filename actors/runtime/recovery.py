@@ -39,7 +39,7 @@ from actors.errors import (
     SessionBusy,
     TaskWalUnavailable,
 )
-from actors.orchestration.brain import RunRequest
+from actors.orchestration.brain import RunKind, RunRequest, executor_for
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.roster import Roster
@@ -128,7 +128,12 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
 
 
 def resume(
-    engine: Engine, plan: ResumePlan, config: RunConfig, *, from_divergence: bool = False
+    engine: Engine,
+    plan: ResumePlan,
+    config: RunConfig,
+    *,
+    from_divergence: bool = False,
+    kind: RunKind | None = None,
 ) -> RunOutcome:
     """Finish the interrupted main run of ``plan``.
 
@@ -141,14 +146,18 @@ def resume(
         ReplayDivergence: today's code does not reproduce the recording.
     """
     inputs = _inputs(plan)
-    roster, chains = team_for_resume(inputs, config, engine.environ)
+    if kind is not None and run_started_of(plan.recording[plan.run_id]).phase == kind.phase:
+        # The framework's agent brings its own model and tools: the stand-ins are never asked.
+        roster, chains = team_for_replay(inputs, None, None, None)
+    else:
+        roster, chains = team_for_resume(inputs, config, engine.environ)
     options = ReplayOptions(
         recorded_specs=recorded_specs(inputs),
         from_divergence=from_divergence,
         requests=StoreRequests(engine.store, plan.session_id),
     )
     settings = config.settings or inputs.settings
-    return _reexecute(engine, plan, roster, chains, settings, options=options)
+    return _reexecute(engine, plan, roster, chains, settings, options=options, kind=kind)
 
 
 def cancel_interrupted(engine: Engine, plan: ResumePlan, reason: str) -> RunOutcome:
@@ -179,6 +188,7 @@ def _reexecute(
     settings: RunSettings,
     cancel: str | None = None,
     options: ReplayOptions | None = None,
+    kind: RunKind | None = None,
 ) -> RunOutcome:
     sid, run_id, by_run = plan.session_id, plan.run_id, plan.recording
     started = run_started_of(by_run[run_id])
@@ -208,7 +218,8 @@ def _reexecute(
         )
         return env, request
 
-    outcome = execute_prepared(owned_run(engine, sid, build))
+    executor = executor_for(kind, started.phase)
+    outcome = execute_prepared(owned_run(engine, sid, build, executor))
     if replay_log.divergences:
         first = next(iter(replay_log.divergences.values()))
         what = "cancel" if cancel is not None else "resume"

@@ -17,7 +17,7 @@ import msgspec
 from actors.errors import UsageError
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
-from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.brain import RunKind, RunRequest, executor_for
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.roster import Roster
 from actors.orchestration.team import Team
@@ -44,13 +44,15 @@ def replay_session(
     team: Team | None = None,
     progress: Progress | None = None,
     live_tools: bool = False,
+    kind: RunKind | None = None,
 ) -> ReplayReport:
     """Re-execute every recorded main run of the session; return the comparison.
 
     ``model``/``tools``/``team`` default to stand-ins with the recorded names, specs and
     team (pass today's tools or team to check they still match what was recorded).
     ``live_tools``: run today's idempotent ``tools`` again with the recorded arguments
-    and compare their outputs (a tool that is not idempotent is never run).
+    and compare their outputs (a tool that is not idempotent is never run). ``kind``: a
+    framework's agent, which re-executes the main runs of its kind (``RunKind``).
 
     Raises:
         UsageError: ``live_tools`` without ``tools`` (or ``team``) to run.
@@ -82,7 +84,7 @@ def replay_session(
                     inputs=inputs,
                     attempt=started.attempt,
                 )
-                execute(env, tasks, request)
+                executor_for(kind, started.phase)(env, tasks, request)
                 if progress is not None:
                     progress(i + 1, len(mains))
     finally:

@@ -20,9 +20,11 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from pathlib import Path
 from typing import Any
 
+from actors.errors import UsageError
 from actors.models.chains import ModelArg
 from actors.models.tools import Tool
 from actors.orchestration.approvals import Decision, PendingApproval
+from actors.orchestration.brain import RunKind
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.team import Team
 from actors.recording.inputs import RunSettings
@@ -160,12 +162,13 @@ class Session:
     def resume(
         self,
         *,
-        model: ModelArg,
+        model: ModelArg | None = None,
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         plan: ResumePlan | None = None,
         team: Team | None = None,
         from_divergence: bool = False,
+        agent: RunKind | None = None,
     ) -> RunOutcome:
         """Finish the session's interrupted main run: re-execute it to the end of its log,
         then go on live (a recorded model reply is never requested again).
@@ -175,15 +178,24 @@ class Session:
         returned (default: read now). ``from_divergence``: when today's code diverges
         from the recording, keep the recorded prefix up to that point, record
         ``resumed_past_divergence`` there and go on live (else the resume is refused).
+        ``agent``: the framework's agent of a run it made (``actors.pydantic_ai``); it
+        brings its own model and tools. ``model`` is needed otherwise.
 
         Raises:
+            UsageError: neither ``model`` nor ``agent``.
             NothingToResume: no interrupted run.
             SessionBusy: a live process owns the session.
             ReplayDivergence: today's code does not reproduce the recording.
         """
+        if model is None and agent is None:
+            raise UsageError("resume needs the run's model (model=…) or its agent (agent=…)")
         plan = plan or recovery.resume_ready(self._engine, self.id)
-        config = RunConfig(model=model, tools=tools, settings=settings, team=team)
-        return recovery.resume(self._engine, plan, config, from_divergence=from_divergence)
+        config = RunConfig(
+            model=() if model is None else model, tools=tools, settings=settings, team=team
+        )
+        return recovery.resume(
+            self._engine, plan, config, from_divergence=from_divergence, kind=agent
+        )
 
     def resume_waiting(
         self,
@@ -369,6 +381,7 @@ class Session:
         progress: Callable[[int, int], None] | None = None,
         team: Team | None = None,
         live_tools: bool = False,
+        agent: RunKind | None = None,
     ) -> ReplayReport:
         """Re-execute every recorded main run of the session against its recording.
 
@@ -377,10 +390,11 @@ class Session:
         that is thrown away. ``model``/``tools``/``team`` default to stand-ins with the
         recorded ones (pass today's to check they still match). ``live_tools``: run the
         idempotent ``tools`` again and compare their outputs (docs/replay-and-recovery.md).
+        ``agent``: the framework's agent that re-executes the runs it made.
         """
         return replayer.replay_session(
             self._engine, self.id, model=model, tools=tools, team=team, progress=progress,
-            live_tools=live_tools,
+            live_tools=live_tools, kind=agent,
         )  # fmt: skip
 
     # --- what it is now -------------------------------------------------------------------

@@ -43,7 +43,7 @@ from actors.errors import NeedsResume, SessionWaiting, Unencodable, UsageError
 from actors.models.async_models import run_loop
 from actors.models.protocol import TextDelta
 from actors.models.storable import check_storable, check_text
-from actors.orchestration.brain import RunRequest, execute
+from actors.orchestration.brain import Executor, RunRequest, execute
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.recording.inputs import FLOW, RunInputs, tool_records
@@ -139,10 +139,15 @@ class PreparedRun:
     session_id: str
     env: SessionEnv
     request: RunRequest
+    #: What executes it: the Brain, or a framework's agent (``RunKind.execute``).
+    executor: Executor = execute
 
 
 def owned_run(
-    engine: Engine, session_id: str, build: Callable[[], tuple[SessionEnv, RunRequest]]
+    engine: Engine,
+    session_id: str,
+    build: Callable[[], tuple[SessionEnv, RunRequest]],
+    executor: Executor = execute,
 ) -> PreparedRun:
     """Claim the session for this thread and own it, then ``build`` the run's environment
     and request under that; if anything raises, let the session go again.
@@ -159,7 +164,9 @@ def owned_run(
         engine.release(session_id)
         engine.release_run(session_id)
         raise
-    return PreparedRun(engine=engine, session_id=session_id, env=env, request=request)
+    return PreparedRun(
+        engine=engine, session_id=session_id, env=env, request=request, executor=executor
+    )
 
 
 def prepare_run(engine: Engine, session_id: str, prompt: str, config: RunConfig) -> PreparedRun:
@@ -216,7 +223,7 @@ def execute_prepared(run: PreparedRun) -> RunOutcome:
     """Run a prepared main run to its end on this thread; release the session's lock."""
     engine, sid = run.engine, run.session_id
     try:
-        outcome = execute(run.env, engine.task_manager(sid), run.request)
+        outcome = run.executor(run.env, engine.task_manager(sid), run.request)
         if outcome.status != "interrupted":  # else the writer may be what failed
             engine.writer.flush()
     finally:

@@ -1,0 +1,23 @@
+"""Durable Pydantic AI agents (the ``pydantic-ai`` extra): :class:`DurableAgent`.
+
+``from actors.pydantic_ai import DurableAgent`` imports Pydantic AI; importing ``actors``
+does not. Modules: ``agent`` (the wrapper: a run of the agent as a clew main run),
+``model`` (every model request through the recorder), ``toolset`` (every tool call
+through clew's tool seam; :func:`tool_context`, :class:`ToolPolicy`), ``messages`` (the
+framework's messages in clew's terms), ``run`` (the bridge from the framework's event
+loop to the recorder). See docs/pydantic-ai.md.
+"""
+
+from __future__ import annotations
+
+from actors.pydantic_ai.agent import PHASE, DurableAgent, DurableRunFailed
+from actors.pydantic_ai.toolset import ToolCallFailed, ToolPolicy, tool_context
+
+__all__ = [
+    "PHASE",
+    "DurableAgent",
+    "DurableRunFailed",
+    "ToolCallFailed",
+    "ToolPolicy",
+    "tool_context",
+]

@@ -1,0 +1,87 @@
+"""The support desk on Pydantic AI's OpenAI model against a loopback server that counts
+requests: SIGKILLed at every commit boundary, before each tool and inside the refund, it
+resumes to completion; the server sees an uninterrupted run's requests plus at most the
+one in flight at the kill; the refund is in the ledger once; replay identical, verify ok."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+pytest.importorskip("openai")
+
+from _processes import child_env
+from _pyai_desk import PROMPT, Reply, desk, ledger, openai_desk_reply
+from fake_server import FakeServer
+
+from actors.runtime.runtime import Runtime
+
+DESK = Path(__file__).resolve().parents[2] / "helpers" / "_pyai_desk.py"
+#: The requests an uninterrupted run sends.
+REQUESTS = 3
+#: A kill after each group commit but the last (see test_crash_resume.BOUNDARIES),
+#: before the first and the second tool, inside the refund.
+POINTS = [
+    *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in (3, 5, 8, 10, 13, 15)),
+    {"CLEW_FAULT_KILL_BEFORE_TOOL": "1"},
+    {"CLEW_FAULT_KILL_BEFORE_TOOL": "2"},
+    {"DESK_KILL_IN_REFUND": "1"},
+]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as s:
+        s.answer_with(openai_desk_reply)
+        yield s
+
+
+def _posts(server: FakeServer) -> int:
+    return sum(1 for r in server.requests if r.path.endswith("/chat/completions"))
+
+
+def test_an_uninterrupted_run_sends_three_requests_and_replays_offline(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    agent = desk(tmp_path, base_url=server.url)
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        session = rt.new_session()
+        result = agent.run_sync(PROMPT, session=session)
+        assert Reply(answer="Refunded 42.50 for A-17.", refunded=42.5) == result.output
+        assert REQUESTS == _posts(server)
+        assert rt.replay(session.id, agent=agent).identical
+        assert REQUESTS == _posts(server)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", POINTS, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
+def test_a_kill_resumes_with_at_most_the_request_in_flight_sent_again(
+    tmp_path: Path, server: FakeServer, point: dict[str, str]
+) -> None:
+    home = tmp_path / "home"
+    with Runtime(home, tmp_path) as rt:
+        sid = rt.new_session().id
+    child = subprocess.run(
+        [sys.executable, str(DESK), str(home), sid, str(tmp_path)],
+        env=child_env(DESK_BASE_URL=server.url, **point),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert -9 == child.returncode, child.stdout + child.stderr
+    agent = desk(tmp_path, base_url=server.url)
+    with Runtime(home, tmp_path) as rt:
+        outcome = rt.resume(sid, agent=agent)
+        assert "completed" == outcome.status, outcome.error
+        assert REQUESTS <= _posts(server) <= REQUESTS + 1
+        assert 1 == len(ledger(tmp_path))
+        sent = _posts(server)
+        assert rt.replay(sid, agent=agent).identical
+        assert rt.verify(sid).ok
+        assert sent == _posts(server)  # the replay sent nothing
