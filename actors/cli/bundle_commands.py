@@ -1,5 +1,5 @@
 """Session bundles on the command line: ``clew export SESSION --bundle FILE`` and
-``clew import FILE`` (the format: :mod:`actors.runtime.bundles`)."""
+``clew import FILE`` (the format: :mod:`actors.runtime.bundles.files`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import typer
 from actors.cli.app import app
 from actors.cli.options import Home, Json, Project, Where, open_session, where_from
 from actors.cli.output import clipped, print_result
-from actors.runtime.bundles import export_bundle, import_bundle
+from actors.runtime.bundles.files import export_bundle, import_bundle
 
 
 def _location(where: Where) -> str:

@@ -1,5 +1,5 @@
 """``clew rerecord BUNDLE --team FILE``: accept an intended change of a recorded session
-without running the agent live again (:func:`~actors.runtime.bundle_replay.rerecord_bundle`):
+without running the agent live again (:func:`~actors.runtime.bundles.replay.rerecord_bundle`):
 the diff is shown first, then the bundle is rewritten."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from actors.errors import UsageError
 from actors.models.protocol import Model
 from actors.orchestration.team import Team
 from actors.recording.recorded import session_tools
-from actors.runtime.bundle_replay import App, Rerecorded, rerecord_bundle
-from actors.runtime.bundles import import_bundle
+from actors.runtime.bundles.files import import_bundle
+from actors.runtime.bundles.replay import App, Rerecorded, rerecord_bundle
 from actors.runtime.runtime import Runtime
 
 

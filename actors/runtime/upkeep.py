@@ -491,7 +491,7 @@ def _wal_records(end: Endpoint, sid: str, cwd: str) -> dict[str, list[WalRecord]
 class SessionImage(msgspec.Struct, frozen=True, kw_only=True):
     """One session as a copy moves it: its events in seq order and its Task WALs' lines
     (what :func:`read_image` reads from a store and :func:`land_image` writes to one; a
-    session bundle, :mod:`actors.runtime.bundles`, carries these)."""
+    session bundle, :mod:`actors.runtime.bundles.files`, carries these)."""
 
     session_id: str
     #: The project directory the session was recorded in (where its Task WALs live).

@@ -9,9 +9,9 @@ Shipped with clew under the ``pytest11`` entry point ``clew``, and inert until a
   comes from pytest's own ``--junitxml``.
 - The application's code — its team, tools and models — comes from the
   ``pytest_clew_app(config, path)`` hook, defined in a ``conftest.py``; it returns an
-  :class:`~actors.runtime.bundle_replay.App` (None, or no hook: the recorded code).
+  :class:`~actors.runtime.bundles.replay.App` (None, or no hook: the recorded code).
 - ``--clew-rerecord``: a diverging bundle is re-recorded with today's code instead of
-  failing (:func:`~actors.runtime.bundle_replay.rerecord_bundle`: unchanged model calls
+  failing (:func:`~actors.runtime.bundles.replay.rerecord_bundle`: unchanged model calls
   served from the recording, changed ones asked of the app's models) and rewritten in
   place; the item passes and says what it re-recorded.
 - The ``clew_replay`` fixture replays one bundle in a custom test:
@@ -29,8 +29,8 @@ import pytest
 from actors.cli.render import replay_lines
 from actors.errors import BundleRefused
 from actors.replay.report import ReplayReport
-from actors.runtime.bundle_replay import App, replay_bundle, rerecord_bundle
-from actors.runtime.bundles import SUFFIX, read_bundle
+from actors.runtime.bundles.files import SUFFIX, read_bundle
+from actors.runtime.bundles.replay import App, replay_bundle, rerecord_bundle
 
 
 class Hooks:

@@ -17,7 +17,7 @@ import pytest
 from actors.cli.main import main
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.errors import BundleRefused
-from actors.runtime.bundles import VERSION, import_bundle, read_bundle
+from actors.runtime.bundles.files import VERSION, import_bundle, read_bundle
 from actors.runtime.runtime import Runtime
 from eventlog.locations import open_store
 

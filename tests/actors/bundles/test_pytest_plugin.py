@@ -16,7 +16,7 @@ import pytest
 
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.orchestration.team import Role, Team
-from actors.runtime.bundles import export_bundle, read_bundle
+from actors.runtime.bundles.files import export_bundle, read_bundle
 from actors.runtime.runtime import Runtime
 
 pytest_plugins = ["pytester"]
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from actors.demo import demo_model, demo_tools
 from actors.orchestration.team import Role, Team
-from actors.runtime.bundle_replay import App
+from actors.runtime.bundles.replay import App
 
 
 def pytest_clew_app(config, path):

@@ -1,6 +1,6 @@
 """Bundles as regression fixtures: replay one against today's code, re-record it.
 
-:func:`replay_bundle` imports a session bundle (:mod:`actors.runtime.bundles`) into a
+:func:`replay_bundle` imports a session bundle (:mod:`actors.runtime.bundles.files`) into a
 scratch home and replays it with the application's code — its team, tools and models,
 an :class:`App` — returning the :class:`~actors.replay.report.ReplayReport` (what
 ``pytest --clew-replay`` turns into one test item per bundle; see docs/ci.md).
@@ -36,7 +36,7 @@ from actors.recording.inputs import RoleRecord, RunInputs, TeamRecord
 from actors.recording.recorded import RecordedModel, read_recording, run_started_of
 from actors.replay.report import ReplayReport
 from actors.runtime.branching import RerunReport
-from actors.runtime.bundles import export_bundle, import_bundle
+from actors.runtime.bundles.files import export_bundle, import_bundle
 from actors.runtime.runtime import Runtime
 
 
