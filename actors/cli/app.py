@@ -15,15 +15,19 @@ the first paragraph of each command's docstring.
 from __future__ import annotations
 
 import importlib
-from typing import Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
-import click
 import typer
 import typer.core
 import typer.main
 
 from actors.cli.logs import LogFormatOption, LogLevelOption, configure_logging
 from actors.cli.options import BEFORE_COMMAND, Home, Project
+
+if TYPE_CHECKING:
+    # typer carries its own copy of click (typer._click), not the click package.
+    from typer._click import Command as ClickCommand
+    from typer._click import Context, HelpFormatter
 
 
 class Command(NamedTuple):
@@ -188,10 +192,10 @@ class _LazyGroup(typer.core.TyperGroup):
     #: True while the help page is written: it shows each command's line from the table.
     _listing = False
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return [*_BY_NAME, *(name for name in self.commands if name not in _BY_NAME)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> ClickCommand | None:
         loaded = self.commands.get(cmd_name)
         command = _BY_NAME.get(cmd_name)
         if loaded is not None or command is None:
@@ -211,7 +215,7 @@ class _LazyGroup(typer.core.TyperGroup):
                 return self.commands[cmd_name]
         raise LookupError(f"actors.cli.{command.module} registers no command {cmd_name!r}")
 
-    def format_help(self, ctx: click.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)

@@ -108,7 +108,7 @@ def output_now() -> LogOutput | None:
     is set, and ``clew --version`` need not load structlog to learn that.
     """
     logs = sys.modules.get("eventlog.logs")
-    return None if logs is None else logs.get_output()  # type: ignore[no-any-return]
+    return None if logs is None else logs.get_output()
 
 
 def put_back(output: LogOutput | None) -> None:
