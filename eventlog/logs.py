@@ -17,6 +17,11 @@ in this order, to:
 The choice is made at each call, so configuring after importing clew, or after opening a
 ``Runtime``, takes effect. :func:`is_enabled` answers the same question for a level
 without logging, so a producer of many lines (the run digest) costs nothing when off.
+
+structlog is imported at the first record, not with this module: importing it (with the
+rich and attrs its dev renderer loads) was about half of ``clew sessions``' start (issue
+34), and a command that logs nothing never needs it. An application that configured
+structlog has imported it, so "not imported" answers "not configured".
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
-import structlog
-from structlog.typing import EventDict, Processor, WrappedLogger
+
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, Processor, WrappedLogger
 
 LogFormat = Literal["console", "json"]
 #: The level names clew accepts (``--log-level``, ``$CLEW_LOG_LEVEL``).
@@ -85,10 +91,24 @@ def _value(v: object) -> str:
 
 
 class _Route:
-    """The processors and wrapper class of clew's stderr output, built once per output."""
+    """The processors and wrapper class of clew's stderr output, built once per output, at
+    its first record."""
 
     def __init__(self, output: LogOutput) -> None:
         self.output = output
+        self._built: tuple[list[Processor], Callable[..., Any]] | None = None
+
+    def bound(self, name: str, context: dict[str, Any]) -> Any:
+        """Return the structlog logger writing the records of ``name`` to stderr."""
+        if self._built is None:  # two threads may both build it: the same, harmlessly
+            self._built = self._build()
+        processors, wrapper = self._built
+        return wrapper(_Stderr(name), processors, context)
+
+    def _build(self) -> tuple[list[Processor], Callable[..., Any]]:
+        import structlog  # noqa: PLC0415 - at the first record (the module docstring)
+
+        output = self.output
         drop = output.drop
 
         def drop_named(_logger: WrappedLogger, _m: str, event_dict: EventDict) -> EventDict:
@@ -101,17 +121,22 @@ class _Route:
             if output.format == "json"
             else [structlog.dev.ConsoleRenderer(colors=False)]
         )
-        self.processors: list[Processor] = [
+        processors: list[Processor] = [
             drop_named,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             *tail,
         ]
         # A class built once per level by structlog; called as (logger, processors, context).
-        self.wrapper: Callable[..., Any] = structlog.make_filtering_bound_logger(output.level)
+        return processors, structlog.make_filtering_bound_logger(output.level)
 
 
-_STDLIB_PROCESSORS: list[Processor] = [structlog.stdlib.filter_by_level, _message]
+def _app_configured() -> bool:
+    """True when the application configured structlog (it has imported it, then)."""
+    structlog = sys.modules.get("structlog")
+    return structlog is not None and bool(structlog.is_configured())
+
+
 _route: _Route | None = None
 
 
@@ -131,7 +156,9 @@ def get_output() -> LogOutput | None:
 
 def is_enabled(name: str, level: int) -> bool:
     """Return whether a record of ``level`` on the logger ``name`` would be written now."""
-    if structlog.is_configured():
+    if _app_configured():
+        import structlog  # noqa: PLC0415 - imported already (_app_configured)
+
         check = getattr(structlog.get_logger(name).bind(), "is_enabled_for", None)
         return True if check is None else bool(check(level))
     route = _route
@@ -159,14 +186,15 @@ class ClewLogger:
 
     def _target(self) -> Any:
         context = dict(self._context)
+        route = _route
+        if route is not None and not _app_configured():
+            return route.bound(self._name, context)
+        import structlog  # noqa: PLC0415 - at the first record (the module docstring)
+
         if structlog.is_configured():
             return structlog.get_logger(self._name).bind(**context)
-        route = _route
-        if route is not None:
-            return route.wrapper(_Stderr(self._name), route.processors, context)
-        return structlog.stdlib.BoundLogger(
-            logging.getLogger(self._name), _STDLIB_PROCESSORS, context
-        )
+        processors: list[Processor] = [structlog.stdlib.filter_by_level, _message]
+        return structlog.stdlib.BoundLogger(logging.getLogger(self._name), processors, context)
 
     def debug(self, event: str, **kw: Any) -> None:
         self._target().debug(event, **kw)

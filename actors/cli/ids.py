@@ -14,16 +14,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import typer
 
 from actors.errors import AmbiguousId, UsageError
-from eventlog.deletions import deleted_error
 from eventlog.errors import ClewError, UnknownSession, quoted
 from eventlog.ids import qualified, relative, validate_session_id
-from eventlog.sqlite import SQLiteStore
-from eventlog.store import DeletesSessions, EventStore
+
+if TYPE_CHECKING:
+    from eventlog.store import EventStore
 
 #: What names the newest session of the home.
 LAST: Final = "last"
@@ -83,6 +83,11 @@ def resolve_session(store: EventStore, typed: str) -> str:
         return rows[-1].session_id  # oldest first: the last is the newest
     found = pick("session", sid, [r.session_id for r in rows])
     if found is None:
+        # Imported here: the options import this module for SESSION's completion, and
+        # ``clew --version`` need not load the store to print a number.
+        from eventlog.deletions import deleted_error  # noqa: PLC0415 - see above
+        from eventlog.store import DeletesSessions  # noqa: PLC0415 - see above
+
         gone = store.read_deletion(sid) if isinstance(store, DeletesSessions) else None
         raise deleted_error(gone) if gone else UnknownSession(f"unknown session {sid}")
     return found
@@ -142,6 +147,8 @@ def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:
     db = Path(home).expanduser() / "sessions.sqlite"
     if not db.is_file():
         return []
+    from eventlog.sqlite import SQLiteStore  # noqa: PLC0415 - only when completing
+
     try:
         store = SQLiteStore(db, read_only=True)
     except (ClewError, OSError):

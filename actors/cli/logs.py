@@ -11,14 +11,17 @@ only the command's output, so ``--json`` stays exactly one document.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from actors.cli.output import quoted
 from actors.errors import UsageError
-from eventlog.logs import FORMATS, LEVELS, LogFormat, LogOutput, set_output
+
+if TYPE_CHECKING:
+    from eventlog.logs import LogFormat, LogOutput
 
 #: Library events whose content every command prints itself (the run outcome's error; an
 #: unavailable Task WAL, which ``tasks``/``verify`` show, ``resume`` refuses naming and a
@@ -49,7 +52,13 @@ LogFormatOption = Annotated[
 ]
 
 
+# eventlog.logs (and structlog with it) is imported when logging is configured, not with
+# the options: ``clew --version`` and ``clew --help`` never configure it.
+
+
 def _level(value: str, where: str) -> int:
+    from eventlog.logs import LEVELS  # noqa: PLC0415 - see above
+
     level = LEVELS.get(value.strip().lower())
     if level is None:
         raise UsageError(f"{where} must be one of {', '.join(LEVELS)}, not {quoted(value)}")
@@ -57,6 +66,8 @@ def _level(value: str, where: str) -> int:
 
 
 def _format(value: str, where: str) -> LogFormat:
+    from eventlog.logs import FORMATS  # noqa: PLC0415 - see above
+
     for fmt in FORMATS:
         if value.strip().lower() == fmt:
             return fmt
@@ -72,6 +83,8 @@ def configure_logging(
     Raises:
         UsageError: a level or format that is not one of the known names.
     """
+    from eventlog.logs import LogOutput, set_output  # noqa: PLC0415 - see _level
+
     env = os.environ if env is None else env
     chosen_level = (
         _level(level, "--log-level")
@@ -86,3 +99,20 @@ def configure_logging(
     output = LogOutput(level=chosen_level, format=chosen_format, drop=REPORTED_BY_THE_CLI)
     set_output(output)
     return output
+
+
+def output_now() -> LogOutput | None:
+    """Return clew's own log output as set now (see :func:`eventlog.logs.get_output`).
+
+    Read without importing :mod:`eventlog.logs`: until something imports it, no output
+    is set, and ``clew --version`` need not load structlog to learn that.
+    """
+    logs = sys.modules.get("eventlog.logs")
+    return None if logs is None else logs.get_output()
+
+
+def put_back(output: LogOutput | None) -> None:
+    """Set clew's own log output back to ``output`` (what :func:`output_now` returned)."""
+    logs = sys.modules.get("eventlog.logs")
+    if logs is not None:  # never imported: nothing was set since
+        logs.set_output(output)

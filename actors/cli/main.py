@@ -13,57 +13,18 @@ from pathlib import Path
 
 import typer
 
-# The command modules register their commands on the app when imported.
-from actors.cli import (
-    bundle_commands,
-    check_commands,
-    copy_command,
-    delete_command,
-    history_commands,
-    hitl_commands,
-    live_commands,
-    read_commands,
-    redrive_command,
-    rerecord_command,
-    run_commands,
-    serve_commands,
-    session_commands,
-    tail,
-    ui_command,
-    usage_command,
-)
 from actors.cli.app import app
-from actors.cli.logs import configure_logging
+from actors.cli.logs import output_now, put_back
 from actors.cli.options import BEFORE_COMMAND
 from actors.cli.output import RUN_INTERRUPTED, error_line, on_interrupt, usage_error
 from actors.cli.store_option import lift_store_option
 from eventlog.errors import ClewError, Refused
-from eventlog.logs import get_output, set_output
-
-COMMAND_MODULES = (
-    run_commands,
-    bundle_commands,
-    redrive_command,
-    rerecord_command,
-    copy_command,
-    read_commands,
-    check_commands,
-    live_commands,
-    hitl_commands,
-    serve_commands,
-    tail,
-    ui_command,
-    usage_command,
-    history_commands,
-    session_commands,
-    delete_command,
-)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the clew CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    logs_before = get_output()
+    logs_before = output_now()
     BEFORE_COMMAND.clear()
     # Only the process's own entry point exits on Ctrl-C; a caller of main() (tests, an
     # embedding program) keeps its handler.
@@ -71,7 +32,6 @@ def main(argv: list[str] | None = None) -> int:
     own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
     try:
-        configure_logging()
         args, BEFORE_COMMAND["store"] = lift_store_option(args)
         result = app(args=args, prog_name="clew", standalone_mode=False)
     except typer.Abort:
@@ -93,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return code
     finally:
-        set_output(logs_before)
+        put_back(logs_before)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return _exit_code(result)

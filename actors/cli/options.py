@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import msgspec
 import typer
@@ -22,12 +22,13 @@ from actors.cli import ids
 from actors.cli.output import clipped
 from actors.cli.store_option import chosen_store
 from actors.errors import UsageError
-from actors.runtime.runtime import Runtime, home_from_env
 from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
 from eventlog.locations import is_postgres_url
-from eventlog.records import SessionRow
-from eventlog.taskwal import WAL_SUFFIX
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
+    from eventlog.records import SessionRow
 
 #: The commands that only read a home: they open it read-only.
 READ_COMMANDS: Final = frozenset(
@@ -137,6 +138,10 @@ def where_from(home: str | None, project: str | None) -> Where:
         is_dir = False
     if not is_dir:
         raise UsageError(f"--project {clipped(chosen)} is not a directory")
+    # Imported here, as in open_runtime: the runtime loads when a command opens the home,
+    # not when ``clew --version`` or ``clew --help`` imports the options.
+    from actors.runtime.runtime import home_from_env  # noqa: PLC0415 - see above
+
     store = chosen_store(BEFORE_COMMAND.get("store"), chosen_home, os.environ)
     if chosen_home and is_postgres_url(chosen_home):
         chosen_home = None
@@ -173,6 +178,8 @@ def check_home(where: Where) -> None:
         raise UsageError(f"cannot open the clew home {clipped(home)}: {why}") from e
     if db_size != 0 or wal_size:
         return
+    from eventlog.taskwal import WAL_SUFFIX  # noqa: PLC0415 - a damaged home only
+
     locks = sum(1 for _ in (home / "locks").glob("*.lock"))
     tasks_dir = where.project / ".clew" / "tasks"
     wals = sum(1 for p in tasks_dir.glob(f"*/*{WAL_SUFFIX}")) if tasks_dir.is_dir() else 0
@@ -208,6 +215,8 @@ def open_runtime(where: Where) -> Runtime:
         UsageError: a fault variable is not a positive whole number, or the home cannot be
             made or opened (a file in the way, no permission).
     """
+    from actors.runtime.runtime import Runtime  # noqa: PLC0415 - see where_from
+
     try:
         return Runtime.from_env(
             os.environ,

@@ -24,7 +24,6 @@ from typing import Any, NoReturn
 import typer
 
 from actors.errors import UsageError
-from actors.runtime.engine import runs_in_progress
 from eventlog.errors import ECHO_LIMIT, clipped, quoted
 
 __all__ = [
@@ -156,7 +155,10 @@ def on_interrupt(signum: int, frame: FrameType | None) -> None:
     every committed event is durable, and a session killed mid-step is flagged
     interrupted and finished by ``clew resume`` (the SIGKILL crash tests pin this).
     """
-    if runs_in_progress():
+    # Read from sys.modules, not imported: a process that never loaded the engine runs
+    # nothing, and a signal handler should not import (the main thread may be importing).
+    engine = sys.modules.get("actors.runtime.engine")
+    if engine is not None and engine.runs_in_progress():
         RUN_INTERRUPTED.set()
         raise KeyboardInterrupt
     with suppress(OSError, ValueError):  # a closed or broken stdout must not stop the exit

@@ -14,7 +14,7 @@ from typing import Annotated
 import msgspec
 import typer
 
-from actors.cli import bundle_commands, ids, render
+from actors.cli import ids, render
 from actors.cli.app import app
 from actors.cli.options import (
     Home,
@@ -38,8 +38,8 @@ from actors.documents.tasks import read_dags, tasks_doc
 from actors.documents.timeline import event_row
 from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
-from actors.runtime.redrive import select_sessions
 from actors.runtime.runtime import Runtime
+from actors.runtime.status import select_sessions
 from eventlog.events import EVENT_TYPES
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
@@ -279,6 +279,8 @@ def export(
     ``--bundle FILE``: write the session as one verified, importable file instead."""
     where = where_from(home, project)
     if bundle is not None:
+        from actors.cli import bundle_commands  # noqa: PLC0415 - only for --bundle
+
         bundle_commands.write_bundle(where, session, bundle)
         return
     encode = msgspec.json.Encoder().encode

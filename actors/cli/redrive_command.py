@@ -15,8 +15,9 @@ from actors.cli.output import exit_with, print_json
 from actors.cli.run_commands import check_recordable, going_on_with
 from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
 from actors.cli.usage_command import load_prices
-from actors.runtime.redrive import RedriveApp, RedrivePlan, plan_session, redrive, select_sessions
+from actors.runtime.redrive import RedriveApp, RedrivePlan, plan_session, redrive
 from actors.runtime.runtime import Runtime
+from actors.runtime.status import select_sessions
 
 
 def plan_lines(plan: RedrivePlan, currency: str) -> list[str]:

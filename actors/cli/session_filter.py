@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from actors.runtime.redrive import SessionFilter
+from actors.runtime.status import SessionFilter
 
 Status = Annotated[
     str | None, typer.Option("--status", metavar="STATUS", help="failed, interrupted, …")

@@ -23,14 +23,11 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from actors.errors import ProjectDirGone, SessionBusy
-from actors.models.protocol import Model
-from actors.models.tools import ToolRegistry
 from actors.observe.logs import RunLogs
 from actors.observe.tracing import Tracing, trace_commits, tracer_for
-from actors.orchestration.env import SessionEnv
 from actors.recording.inputs import RunSettings
 from actors.runtime.coord.ownership import SessionLeases
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
@@ -45,6 +42,13 @@ from eventlog.store import EventStore
 from eventlog.taskwal import wal_dir
 from eventlog.wals import FileWals, TaskWals
 from eventlog.writer import Writer
+
+if TYPE_CHECKING:
+    # What a run is made of; importing it when a run starts keeps opening a home (the
+    # CLI's read commands: tests/actors/cli/test_startup_imports.py) free of the orchestration.
+    from actors.models.protocol import Model
+    from actors.models.tools import ToolRegistry
+    from actors.orchestration.env import SessionEnv
 
 #: How long closing an engine waits for each run in progress to record its cancellation.
 CLOSE_WAIT_S = 10.0
@@ -345,6 +349,8 @@ class Engine:
         **kw: Any,
     ) -> SessionEnv:
         """Return the environment of a live (or resuming) run of ``session_id``."""
+        from actors.orchestration.env import SessionEnv  # noqa: PLC0415 - only a run needs it
+
         return SessionEnv(
             session_id=session_id,
             store=self.store,

@@ -1,6 +1,7 @@
 """Re-drive: after an incident, continue every session it stopped, with a plan first.
 
-**Select** the sessions (:class:`SessionFilter`, :func:`select_sessions`): by derived
+**Select** the sessions (:class:`~actors.runtime.status.SessionFilter`,
+:func:`~actors.runtime.status.select_sessions`): by derived
 status, by what failed them (``error``: a regular expression searched in the failed last
 main run's ``<type>: <message>``), by a model or role of its last main run's model calls,
 and by time (``since``: the session's last event at or after an ISO-8601 time).
@@ -29,7 +30,6 @@ prints it; docs/ci.md, "Re-drive after an incident").
 
 from __future__ import annotations
 
-import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -39,13 +39,15 @@ from pathlib import Path
 
 import msgspec
 
-from actors.errors import UsageError
 from actors.models.chains import ModelArg, model_chains
 from actors.models.tools import Tool
 from actors.orchestration.team import Team
 from actors.runtime.branching import Served, ServedModel, ServedTool, served_from
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionInfo
+from actors.runtime.status import (
+    failure_text,
+    last_main_run,
+)
 from eventlog.errors import ClewError
 from eventlog.events import (
     ModelFailed,
@@ -56,77 +58,13 @@ from eventlog.events import (
     ToolCallStarted,
     ToolFailed,
 )
-from eventlog.ids import is_main_run, main_run_id, redrive_id_at
-from eventlog.records import RunRow, StoredEvent
+from eventlog.ids import main_run_id, redrive_id_at
+from eventlog.records import StoredEvent
 from projections.costs import Price, price_of
 from projections.usage import Totals
 
 #: The derived statuses a re-drive continues (:func:`plan_session`).
 RETRY, RESUME, PERSON, SKIP = "retry", "resume", "needs a person", "skipped"
-
-
-class SessionFilter(msgspec.Struct, frozen=True, kw_only=True):
-    """Which sessions to select; every field None matches every session."""
-
-    status: str | None = None
-    #: A regular expression searched in ``<type>: <message>`` of the last run's failure.
-    error: str | None = None
-    model: str | None = None
-    role: str | None = None
-    #: ISO-8601: sessions whose last event is at or after it.
-    since: str | None = None
-
-    def selects_all(self) -> bool:
-        """True when no field is set."""
-        return all(v is None for v in msgspec.structs.astuple(self))
-
-
-def _last_main(rt: Runtime, sid: str) -> RunRow | None:
-    mains = [r for r in rt.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
-    return mains[-1] if mains else None
-
-
-def failure_text(run: RunRow | None) -> str:
-    """The failure of a run as ``<type>: <message>`` ('' when it did not fail)."""
-    if run is None or run.status != "failed" or not run.error:
-        return ""
-    return f"{run.error.get('type', '')}: {run.error.get('message', '')}"
-
-
-def _matches(rt: Runtime, info: SessionInfo, f: SessionFilter) -> bool:
-    if f.status is not None and info.status != f.status:
-        return False
-    if f.since is not None and info.updated_at < f.since:
-        return False
-    last = _last_main(rt, info.session_id)
-    if f.error is not None and not re.search(f.error, failure_text(last)):
-        return False
-    if f.model is None and f.role is None:
-        return True
-    if last is None:
-        return False
-    requests = [
-        e.event
-        for e in rt.store.read_runs_under(info.session_id, last.run_id)
-        if isinstance(e.event, ModelRequested)
-    ]
-    return (f.model is None or any(f.model in r.model for r in requests)) and (
-        f.role is None or any(r.role == f.role for r in requests)
-    )
-
-
-def select_sessions(rt: Runtime, f: SessionFilter) -> list[SessionInfo]:
-    """The sessions of the home ``f`` selects, oldest first.
-
-    Raises:
-        UsageError: ``f.error`` is not a regular expression.
-    """
-    if f.error is not None:
-        try:
-            re.compile(f.error)
-        except re.error as e:
-            raise UsageError(f"--error {f.error!r} is not a regular expression: {e}") from e
-    return [info for info in rt.sessions() if _matches(rt, info, f)]
 
 
 # --- the plan -----------------------------------------------------------------------------
@@ -246,7 +184,7 @@ def plan_session(rt: Runtime, sid: str, prices: Mapping[str, Price] | None = Non
     """Plan the re-drive of the session ``sid`` (reads only)."""
     session = rt.session(sid)
     info = session.info()
-    last = _last_main(rt, sid)
+    last = last_main_run(rt, sid)
     if info.lifecycle == "archived" or last is None:
         why = "archived" if info.lifecycle == "archived" else "no run"
         return RedrivePlan(session_id=sid, action=SKIP, continue_from="", reason=why)
@@ -361,7 +299,7 @@ class RedriveApp:
 def _served_retry(rt: Runtime, sid: str, app: RedriveApp) -> tuple[str, Served]:
     """Retry the session's failed run with the failed attempt's answers served."""
     session = rt.session(sid)
-    last = _last_main(rt, sid)
+    last = last_main_run(rt, sid)
     assert last is not None  # planned: a failed last run
     new_run = main_run_id(sid, len(session.main_runs()) + 1)
     served = served_from(
@@ -399,7 +337,7 @@ def redrive_one(rt: Runtime, plan: RedrivePlan, app: RedriveApp, *,
                                             from_divergence=from_divergence).status  # fmt: skip
     except ClewError as e:
         return RedriveResult(session_id=sid, action=plan.action, outcome=PERSON, detail=str(e))
-    last = _last_main(rt, sid)
+    last = last_main_run(rt, sid)
     outcome = "completed" if status == "completed" else "failed again"
     if status in ("waiting", "needs_clarification", "cancelled"):
         outcome = PERSON

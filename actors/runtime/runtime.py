@@ -15,22 +15,17 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from actors.errors import UsageError
 from actors.observe.tracing import Tracing
-from actors.orchestration.hooks import Hooks
 from actors.recording.inputs import RunSettings
-from actors.runtime import status, upkeep
+from actors.runtime import status
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator, QueuedRun, RunSpec
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
-from actors.runtime.serving import Recipes, Server, ServeReport
 from actors.runtime.session import Session
-from actors.runtime.start import check_prompt, create_session
 from actors.runtime.status import SessionInfo
-from actors.runtime.upkeep import VerifyReport
-from actors.runtime.waiting import WaitState, waiting_sessions
 from eventlog.clock import Clock
 from eventlog.ids import IdSource, validate_session_id
 from eventlog.locations import is_postgres_url
@@ -38,6 +33,15 @@ from eventlog.records import SessionRow
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
 from eventlog.writer import Writer
+
+if TYPE_CHECKING:
+    # Imported where a run, a new session or the serving loop needs them: opening a home
+    # to read it (``clew sessions``, ``clew show``) loads no orchestration and no provider
+    # (tests/actors/cli/test_startup_imports.py).
+    from actors.orchestration.hooks import Hooks
+    from actors.runtime.serving import Recipes, ServeReport
+    from actors.runtime.upkeep import VerifyReport
+    from actors.runtime.waiting import WaitState
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -231,6 +235,8 @@ class Runtime:
         Raises:
             UsageError: ``metadata`` or ``cwd`` cannot be stored (nothing is written).
         """
+        from actors.runtime.start import create_session  # noqa: PLC0415 - see the imports
+
         return Session(self._engine, create_session(self._engine, cwd, metadata))
 
     def session(self, session_id: str) -> Session:
@@ -262,10 +268,14 @@ class Runtime:
         Raises:
             InvalidSessionId, UnknownSession: ``session_id`` is given and bad or unknown.
         """
+        from actors.runtime import upkeep  # noqa: PLC0415 - see the imports
+
         return upkeep.verify(self._engine, session_id, progress=progress)
 
     def waiting(self, session_id: str | None = None) -> list[WaitState]:
         """Return what each waiting session waits for (one session, or every one)."""
+        from actors.runtime.waiting import waiting_sessions  # noqa: PLC0415 - see the imports
+
         if session_id is None:
             return waiting_sessions(self._engine)
         state = Session(self._engine, session_id).waiting()
@@ -334,6 +344,8 @@ class Runtime:
             UsageError: an empty prompt.
             InvalidSessionId, UnknownSession: a bad or unknown ``session``.
         """
+        from actors.runtime.start import check_prompt  # noqa: PLC0415 - see the imports
+
         check_prompt(prompt)
         if not model:
             raise UsageError("a queued run needs a model recipe name")
@@ -367,6 +379,8 @@ class Runtime:
         Raises:
             UsageError: ``concurrency`` < 1.
         """
+        from actors.runtime.serving import Recipes, Server  # noqa: PLC0415 - see the imports
+
         if concurrency < 1:
             raise UsageError("concurrency must be at least 1")
         server = Server(

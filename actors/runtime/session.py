@@ -18,32 +18,33 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.errors import UsageError
-from actors.models.chains import ModelArg
-from actors.models.tools import Tool
-from actors.orchestration.approvals import Decision, PendingApproval
-from actors.orchestration.brain import RunKind
-from actors.orchestration.main_run import RunOutcome
-from actors.orchestration.team import Team
-from actors.recording.inputs import RunSettings
-from actors.replay.report import ReplayReport
-from actors.runtime import branching, recovery, replayer, start, status, upkeep, waiting
-from actors.runtime.branching import Changes, RerunReport
-from actors.runtime.config import RunConfig
+from actors.runtime import status
 from actors.runtime.engine import Engine, SessionLock, session_dir, task_wals
-from actors.runtime.recovery import CancelReport, ResumePlan
-from actors.runtime.start import RunHandle, StreamItem
 from actors.runtime.status import SessionInfo, Stop
-from actors.runtime.upkeep import VerifyReport
-from actors.runtime.waiting import WaitState
-from actors.tasks.manager import TaskManagerProxy
-from eventlog.events import ApprovalDecided, ClarificationAnswered
 from eventlog.ids import validate_session_id
-from eventlog.records import StoredEvent
-from eventlog.store import SessionDeletion
-from eventlog.wals import TaskWals
+
+if TYPE_CHECKING:
+    from actors.models.chains import ModelArg
+    from actors.models.tools import Tool
+    from actors.orchestration.approvals import Decision, PendingApproval
+    from actors.orchestration.brain import RunKind
+    from actors.orchestration.main_run import RunOutcome
+    from actors.orchestration.team import Team
+    from actors.recording.inputs import RunSettings
+    from actors.replay.report import ReplayReport
+    from actors.runtime.branching import RerunReport
+    from actors.runtime.recovery import CancelReport, ResumePlan
+    from actors.runtime.start import RunHandle, StreamItem
+    from actors.runtime.upkeep import VerifyReport
+    from actors.runtime.waiting import WaitState
+    from actors.tasks.manager import TaskManagerProxy
+    from eventlog.events import ApprovalDecided, ClarificationAnswered
+    from eventlog.records import StoredEvent
+    from eventlog.store import SessionDeletion
+    from eventlog.wals import TaskWals
 
 
 class Session:
@@ -87,6 +88,9 @@ class Session:
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """
+        from actors.runtime import start
+        from actors.runtime.config import RunConfig
+
         config = RunConfig(model=model, tools=tools, settings=settings, team=team)
         return start.start_run(self._engine, self.id, prompt, config, watch=False).result()
 
@@ -106,6 +110,9 @@ class Session:
         Takes the same arguments as :meth:`run` and raises the same errors, at once,
         before anything is written. ``watch=False``: no ``stream()`` (what ``run`` uses).
         """
+        from actors.runtime import start
+        from actors.runtime.config import RunConfig
+
         config = RunConfig(model=model, tools=tools, settings=settings, team=team)
         return start.start_run(self._engine, self.id, prompt, config, watch=watch)
 
@@ -124,6 +131,9 @@ class Session:
         Async models run on this loop. Cancelling the awaiting task cancels the run
         (recorded) before the ``CancelledError`` goes on.
         """
+        from actors.runtime import start
+        from actors.runtime.config import RunConfig
+
         config = RunConfig(model=model, tools=tools, settings=settings, team=team)
         return await start.arun(self._engine, self.id, prompt, config)
 
@@ -144,6 +154,9 @@ class Session:
         or closing the iterator before the run ended, cancels the run (recorded) and
         waits for its end; a run that raised raises here, at the end.
         """
+        from actors.runtime import start
+        from actors.runtime.config import RunConfig
+
         config = RunConfig(model=model, tools=tools, settings=settings, team=team)
         return start.astream_run(self._engine, self.id, prompt, config)
 
@@ -157,6 +170,8 @@ class Session:
             SessionBusy: a live process owns the session.
             ReadOnlyStore: the runtime was opened read-only.
         """
+        from actors.runtime import recovery
+
         return recovery.resume_ready(self._engine, self.id)
 
     def resume(
@@ -187,6 +202,9 @@ class Session:
             SessionBusy: a live process owns the session.
             ReplayDivergence: today's code does not reproduce the recording.
         """
+        from actors.runtime import recovery
+        from actors.runtime.config import RunConfig
+
         if model is None and agent is None:
             raise UsageError("resume needs the run's model (model=…) or its agent (agent=…)")
         plan = plan or recovery.resume_ready(self._engine, self.id)
@@ -232,6 +250,9 @@ class Session:
             ArchivedSession: the session is archived.
             SessionBusy: a live process owns the session.
         """
+        from actors.runtime import recovery
+        from actors.runtime.config import RunConfig
+
         config = RunConfig(model=model, tools=tools, settings=settings, team=team)
         return recovery.retry_session(self._engine, self.id, config)
 
@@ -245,6 +266,8 @@ class Session:
             NothingToCancel: no run of the session is in progress or interrupted.
             ReadOnlyStore: the runtime was opened read-only.
         """
+        from actors.runtime import recovery
+
         return recovery.cancel_session(self._engine, self.id, reason)
 
     # --- waiting for a person -------------------------------------------------------------
@@ -255,10 +278,14 @@ class Session:
         Raises:
             InvalidSessionId, UnknownSession: bad or unknown session.
         """
+        from actors.runtime import waiting
+
         return waiting.wait_state(self._engine, self.id)
 
     def pending(self) -> list[PendingApproval]:
         """Return the tool calls of the session waiting for a decision (none: [])."""
+        from actors.runtime import waiting
+
         state = waiting.wait_state(self._engine, self.id)
         return list(state.pending) if state is not None else []
 
@@ -273,6 +300,8 @@ class Session:
             SessionBusy: another process owns the session.
             ReadOnlyStore: the runtime was opened read-only.
         """
+        from actors.runtime import waiting
+
         return waiting.decide(self._engine, self.id, call_id, decision)
 
     def answer(self, text: str) -> ClarificationAnswered:
@@ -283,6 +312,8 @@ class Session:
             AlreadyDecided: it was answered already.
             UsageError: an empty answer.
         """
+        from actors.runtime import waiting
+
         return waiting.answer(self._engine, self.id, text)
 
     # --- branching (docs/replay-and-recovery.md#fork-rerun-and-diff) ----------------------
@@ -296,6 +327,8 @@ class Session:
             UnknownNode: ``at`` is not a node of the session.
             ReadOnlyStore: the runtime was opened read-only.
         """
+        from actors.runtime import branching
+
         sid = validate_session_id(self.id)
         node = at if at is not None else self._engine.store.read_session(sid).active_node_id
         return Session(self._engine, branching.fork_session(self._engine, sid, node, title=title))
@@ -322,6 +355,9 @@ class Session:
         Raises:
             UsageError: no such run, an unknown role or tool call id, a bad prompt.
         """
+        from actors.runtime import branching
+        from actors.runtime.branching import Changes
+
         changes = Changes(models=models or {}, tool_results=tool_results or {},
                           instructions=instructions or {}, prompt=prompt)  # fmt: skip
         return branching.rerun(self._engine, self.id, run=run, changes=changes,
@@ -340,6 +376,8 @@ class Session:
             ArchivedSession: the session is archived.
             SessionBusy: a live process owns the session.
         """
+        from actors.runtime import branching
+
         return branching.switch_node(self._engine, self.id, node_id)
 
     # --- upkeep ---------------------------------------------------------------------------
@@ -353,6 +391,8 @@ class Session:
             NeedsResume: the session has an interrupted run.
             SessionBusy: a live process owns the session.
         """
+        from actors.runtime import upkeep
+
         return upkeep.archive_session(self._engine, self.id, reason)
 
     def delete(self, force: bool = False) -> SessionDeletion:
@@ -362,6 +402,8 @@ class Session:
             DeleteRefused: it runs, waits or has forks, and not ``force``.
             DeletedSession, UnknownSession: deleted already, or no such session.
         """
+        from actors.runtime import upkeep
+
         return upkeep.delete_session(self._engine, self.id, force=force)
 
     def verify(self, *, progress: Callable[[int, int], None] | None = None) -> VerifyReport:
@@ -371,6 +413,8 @@ class Session:
         Raises:
             InvalidSessionId, UnknownSession: a bad or unknown session.
         """
+        from actors.runtime import upkeep
+
         return upkeep.verify(self._engine, self.id, progress=progress)
 
     def replay(
@@ -392,6 +436,8 @@ class Session:
         idempotent ``tools`` again and compare their outputs (docs/replay-and-recovery.md).
         ``agent``: the framework's agent that re-executes the runs it made.
         """
+        from actors.runtime import replayer
+
         return replayer.replay_session(
             self._engine, self.id, model=model, tools=tools, team=team, progress=progress,
             live_tools=live_tools, kind=agent,

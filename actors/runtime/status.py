@@ -43,6 +43,7 @@ way, what was committed before it ends is yielded first.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +54,7 @@ import msgspec
 from actors.errors import UsageError
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
 from actors.tasks.agreement import run_wal_name
+from eventlog.events import ModelRequested
 from eventlog.ids import is_main_run, validate_session_id
 from eventlog.locations import is_postgres_url
 from eventlog.records import RunRow, SessionRow, StoredEvent
@@ -264,3 +266,80 @@ def _poll(
     finally:
         if waiter is not None:
             waiter.close()
+
+
+# --- selecting sessions (``clew sessions --status/--error/--model/--role/--since``, ``clew
+# redrive``) ---------------------------------------------------------------------------------
+
+
+class Home(Protocol):
+    """What selecting sessions reads of an open home (a ``Runtime``)."""
+
+    store: EventStore
+
+    def sessions(self) -> list[SessionInfo]: ...
+
+
+class SessionFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which sessions to select; every field None matches every session."""
+
+    status: str | None = None
+    #: A regular expression searched in ``<type>: <message>`` of the last run's failure.
+    error: str | None = None
+    model: str | None = None
+    role: str | None = None
+    #: ISO-8601: sessions whose last event is at or after it.
+    since: str | None = None
+
+    def selects_all(self) -> bool:
+        """True when no field is set."""
+        return all(v is None for v in msgspec.structs.astuple(self))
+
+
+def last_main_run(rt: Home, sid: str) -> RunRow | None:
+    """The session's last main run (None: it has none)."""
+    mains = [r for r in rt.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
+    return mains[-1] if mains else None
+
+
+def failure_text(run: RunRow | None) -> str:
+    """The failure of a run as ``<type>: <message>`` ('' when it did not fail)."""
+    if run is None or run.status != "failed" or not run.error:
+        return ""
+    return f"{run.error.get('type', '')}: {run.error.get('message', '')}"
+
+
+def _matches(rt: Home, info: SessionInfo, f: SessionFilter) -> bool:
+    if f.status is not None and info.status != f.status:
+        return False
+    if f.since is not None and info.updated_at < f.since:
+        return False
+    last = last_main_run(rt, info.session_id)
+    if f.error is not None and not re.search(f.error, failure_text(last)):
+        return False
+    if f.model is None and f.role is None:
+        return True
+    if last is None:
+        return False
+    requests = [
+        e.event
+        for e in rt.store.read_runs_under(info.session_id, last.run_id)
+        if isinstance(e.event, ModelRequested)
+    ]
+    return (f.model is None or any(f.model in r.model for r in requests)) and (
+        f.role is None or any(r.role == f.role for r in requests)
+    )
+
+
+def select_sessions(rt: Home, f: SessionFilter) -> list[SessionInfo]:
+    """The sessions of the home ``f`` selects, oldest first.
+
+    Raises:
+        UsageError: ``f.error`` is not a regular expression.
+    """
+    if f.error is not None:
+        try:
+            re.compile(f.error)
+        except re.error as e:
+            raise UsageError(f"--error {f.error!r} is not a regular expression: {e}") from e
+    return [info for info in rt.sessions() if _matches(rt, info, f)]

@@ -60,6 +60,22 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "-"
 
 
+#: Printed for a marginal cost that is not above zero: the run of 2n turns was no slower
+#: than the run of n (``--quick``'s 3 turns are within one fsync's jitter), so there is no
+#: time to print, and no ratio.
+BELOW_NOISE = "below noise"
+
+
+def marginal_ms(v: float) -> str:
+    """Milliseconds of a marginal cost, or :data:`BELOW_NOISE` when it is not above zero."""
+    return f"{v * 1e3:.2f}" if v > 0 else BELOW_NOISE
+
+
+def marginal_ratio(a: float, b: float | None) -> str:
+    """``a ÷ b`` of two marginal costs; "-" when either is below the noise."""
+    return ratio(a, b) if b is not None and a > 0 and b > 0 else "-"
+
+
 def table(head: list[str], rows: list[list[Any]]) -> None:
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" for _ in head) + "|")
@@ -265,13 +281,13 @@ def case_turn(root: Path, peers: dict[str, ModuleType], turns: int, repeats: int
     table(
         ["system", "ms per turn", "÷ LangGraph", "÷ bare pykka"],
         [
-            [n, f"{v * 1e3:.2f}", ratio(v, lg) if lg else "-", ratio(v, floor)]
+            [n, marginal_ms(v), marginal_ratio(v, lg), marginal_ratio(v, floor)]
             for n, v in marginal.items()
         ],
     )
     print(
-        f"targets: full ≤ 0.5× LangGraph: {ratio(full, lg) if lg else '-'};"
-        f" normal ≤ 4× bare pykka: {ratio(normal, floor)}\n"
+        f"targets: full ≤ 0.5× LangGraph: {marginal_ratio(full, lg)};"
+        f" normal ≤ 4× bare pykka: {marginal_ratio(normal, floor)}\n"
     )
     # Runs alternate small, large: each side's counts are [n, 2n, n, 2n, …] (deterministic).
     table(

@@ -22,13 +22,12 @@ from actors.models.tools import Tool, ToolContext, ToolOutput, spec_of
 from actors.runtime.redrive import (
     RETRY,
     RedriveApp,
-    SessionFilter,
     plan_session,
     read_redrives,
     redrive,
-    select_sessions,
 )
 from actors.runtime.runtime import Runtime
+from actors.runtime.status import SessionFilter, select_sessions
 from eventlog.codec import encode
 from eventlog.errors import ModelError
 from projections.costs import Price
