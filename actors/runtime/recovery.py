@@ -314,6 +314,7 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
     Raises:
         InvalidSessionId, UnknownSession: bad or unknown session.
         NothingToCancel: no run of the session is in progress or interrupted.
+        SessionBusy: a process of another home (or host) runs the session.
         ReplayDivergence: an interrupted run cannot be re-executed to record its end.
     """
     sid = validate_session_id(session_id)
@@ -333,6 +334,11 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
         raise NothingToCancel(f"session {sid} has no run in progress")
     if engine.is_owned(sid):
         engine.refuse_if_read_only(f"cancelling the run of {sid}")
+        if not engine.owned_in_this_home(sid):
+            raise SessionBusy(
+                f"session {sid} is run by a clew process of another home or host (it holds"
+                " the session's lease): cancel it there"
+            )
         control.request_cancel(engine.home, sid, reason, engine.clock.now())
         return CancelReport(session_id=sid, run_id=open_main[-1], status="requested", reason=reason)
     engine.refuse_if_read_only(f"cancelling the interrupted run of {sid}")
