@@ -6,11 +6,19 @@ running nor interrupted. Any process may then read what is pending, record a dec
 (``approval_decided``) or an answer (``clarification_answered``) into the waiting run,
 and resume it (:func:`waiting_run` is what ``resume_ready`` falls back on). See
 docs/runtime.md, "Pause for a person".
+
+Recording is atomic: the check ("is it still pending?") and the append happen while
+this thread holds the session — its claim in this process (other threads wait their
+turn) and its owner lock and lease across processes (other processes wait theirs, up to
+:data:`DECIDE_WAIT_S`) — so of two decisions for one call exactly one is recorded and
+the other is refused with ``AlreadyDecided``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import msgspec
 
@@ -18,6 +26,7 @@ from actors.errors import (
     AlreadyDecided,
     NothingToResume,
     NotWaiting,
+    SessionBusy,
     StillWaiting,
     UnknownApproval,
     UsageError,
@@ -44,6 +53,10 @@ from eventlog.ids import brain_agent_id, is_main_run, validate_session_id
 from eventlog.records import AppendRequest
 
 WAITING = "waiting"
+
+#: How long recording a decision or an answer waits for another thread or process that
+#: holds the session (most often: recording a decision of its own, a few milliseconds).
+DECIDE_WAIT_S = 5.0
 
 
 class WaitState(msgspec.Struct, frozen=True, kw_only=True):
@@ -210,13 +223,11 @@ def _record(
     target: Callable[[WaitState], tuple[str, str]],
     event: Event,
 ) -> None:
-    """Under the session's lock: check the session waits, find the run, append ``event``."""
+    """Holding the session: check the session waits, find the run, append ``event``."""
     sid = validate_session_id(session_id)
     engine.refuse_if_read_only(f"recording a {what} for {sid}")
     engine.store.read_session(sid)
-    held = engine.holds(sid)
-    engine.own(sid)
-    try:
+    with _holding(engine, sid):
         state = wait_state(engine, sid)
         if state is None:
             raise NotWaiting(f"session {sid} is not waiting for a {what}")
@@ -230,6 +241,41 @@ def _record(
                 run_id=run_id,
             )
         ).get(timeout=120)
+
+
+@contextmanager
+def _holding(engine: Engine, sid: str) -> Iterator[None]:
+    """Hold the session for the block: this thread's claim, then the owner lock and lease.
+
+    The owner lock is per process (a second thread would take it again at once), so the
+    claim is what keeps two threads of one process from both checking before either
+    appends; the lock and the lease do that across processes. Either one busy is waited
+    for, up to :data:`DECIDE_WAIT_S`.
+
+    Raises:
+        SessionBusy: the session stayed busy that long (a run of it is in progress).
+    """
+    _waiting_for(lambda: engine.claim_run(sid))
+    try:
+        held = engine.holds(sid)
+        _waiting_for(lambda: engine.own(sid))
+        try:
+            yield
+        finally:
+            if not held:
+                engine.release(sid)
     finally:
-        if not held:
-            engine.release(sid)
+        engine.release_run(sid)
+
+
+def _waiting_for(take: Callable[[], object]) -> None:
+    deadline = time.monotonic() + DECIDE_WAIT_S
+    while True:
+        try:
+            take()
+        except SessionBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+        else:
+            return
