@@ -154,9 +154,10 @@ def resume(
 def cancel_interrupted(engine: Engine, plan: ResumePlan, reason: str) -> RunOutcome:
     """End the interrupted main run of ``plan`` as cancelled, without going on with it.
 
-    The run is re-executed to the end of its log with its cancellation already
-    requested, so it stops at its first live step — no model is asked, no tool runs —
-    and ends the way a run cancelled while it ran ends (and replays the same way).
+    The run is re-executed to the end of its log with its cancellation deferred to its
+    first live step (``CancelScope.cancel_when_live``): the recorded prefix is matched
+    whole, then it stops where it would go on — no model is asked, no tool runs — and
+    ends the way a run cancelled while it ran ends (and replays the same way).
 
     Raises:
         SessionBusy: a live process owns the session.
@@ -199,7 +200,8 @@ def _reexecute(
             replay_options=options,
         )
         if cancel is not None:
-            env.cancel.cancel(cancel, "external")
+            # Not now: a cancel seen inside the recorded prefix would be recorded there.
+            env.cancel.cancel_when_live(cancel, "external")
         request = RunRequest(
             run_id=run_id,
             parent_node_id=started.start_node_id,
