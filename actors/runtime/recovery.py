@@ -77,11 +77,12 @@ class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
     recording: dict[str, list[StoredEvent]]
 
 
-def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
+def resume_ready(engine: Engine, session_id: str, *, undecided: bool = False) -> ResumePlan:
     """Do everything a resume needs before re-executing: check, read, replay the WAL.
 
     Reads the session's log grouped by run, finds the interrupted main run, and replays
-    that run's Task WAL (a torn tail is cut and reported in the plan).
+    that run's Task WAL (a torn tail is cut and reported in the plan). ``undecided``: a
+    waiting run qualifies with requests still undecided (what cancelling it needs).
 
     Raises:
         NothingToResume: no interrupted (nor waiting) run.
@@ -99,7 +100,8 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     pending = [r for r in main_runs(engine, sid) if r in interrupted]
     if not pending:
         # A run waiting for a person resumes once everything it waits for is decided.
-        pending = [waiting.waiting_run(engine, sid)]
+        state = waiting.wait_state(engine, sid) if undecided else None
+        pending = [state.run_id if state is not None else waiting.waiting_run(engine, sid)]
     # Main runs are serial, so only the last one can be interrupted; resuming needs its
     # events and its workers' — not the whole session's log.
     run_id = pending[-1]
@@ -315,7 +317,7 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
 
     Raises:
         InvalidSessionId, UnknownSession: bad or unknown session.
-        NothingToCancel: no run of the session is in progress or interrupted.
+        NothingToCancel: no run of the session is in progress, interrupted or waiting.
         SessionBusy: a process of another home (or host) runs the session.
         ReplayDivergence: an interrupted run cannot be re-executed to record its end.
     """
@@ -332,7 +334,8 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
         for r in engine.store.read_runs(sid)
         if r.status in OPEN_RUN_STATUSES and is_main_run(sid, r.agent_id)
     ]
-    if not open_main:
+    parked = waiting.wait_state(engine, sid) if not open_main else None
+    if not open_main and parked is None:
         raise NothingToCancel(f"session {sid} has no run in progress")
     if engine.is_owned(sid):
         engine.refuse_if_read_only(f"cancelling the run of {sid}")
@@ -344,6 +347,8 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
         control.request_cancel(engine.home, sid, reason, engine.clock.now())
         return CancelReport(session_id=sid, run_id=open_main[-1], status="requested", reason=reason)
     engine.refuse_if_read_only(f"cancelling the interrupted run of {sid}")
-    plan = resume_ready(engine, sid)
+    # A waiting run is cancelled as an interrupted one is: re-executed to its wait, then
+    # stopped at its first live step, whatever is still undecided.
+    plan = resume_ready(engine, sid, undecided=parked is not None)
     outcome = cancel_interrupted(engine, plan, reason)
     return CancelReport(session_id=sid, run_id=outcome.run_id, status="cancelled", reason=reason)
