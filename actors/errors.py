@@ -124,6 +124,10 @@ class AlreadyDecided(Refused):
     """The approval request was decided already: a decision is recorded once."""
 
 
+class InvalidEdit(UsageError):
+    """Edited arguments of an approval do not fit the tool's parameters (names the field)."""
+
+
 class StillWaiting(Refused):
     """A resume of a waiting session before every pending request was decided."""
 

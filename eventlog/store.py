@@ -9,6 +9,7 @@ backend runs that suite through its own factory fixture.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -88,6 +89,12 @@ class EventStore(Protocol):
     def check_chain(self, session_id: str) -> ChainStatus:
         """Follow the session's hash chain over every event; raise ``IntegrityError`` naming
         the first seq that breaks it (:meth:`iter_events` checks the same as it streams)."""
+        ...
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        """Hold one read snapshot for the block: every read of this thread in it sees the
+        same committed state, whatever other processes commit meanwhile (``verify``
+        compares the events with the tables). Nested blocks share the outer snapshot."""
         ...
 
     def read_run(self, session_id: str, run_id: str) -> list[StoredEvent]:

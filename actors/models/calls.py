@@ -42,6 +42,9 @@ class CancelScope:
         self.source = ""
         #: True when this scope was cancelled through its parent (not on its own).
         self.inherited = False
+        self.parent = parent
+        #: A cancel that takes effect at the first live step (:meth:`cancel_when_live`).
+        self._when_live: tuple[str, str] | None = None
         if parent is not None:
 
             def inherit() -> None:
@@ -65,6 +68,23 @@ class CancelScope:
         for callback in callbacks:
             callback()
         return True
+
+    def cancel_when_live(self, reason: str, source: str) -> None:
+        """Cancel the scope once one of its runs takes its first live step (:meth:`live`).
+
+        What cancelling a crash-interrupted run needs: its re-execution matches the whole
+        recorded prefix first (a cancel seen inside it would be recorded where the
+        recording has something else), and stops where it would go on live.
+        """
+        self._when_live = (reason, source)
+
+    def live(self) -> None:
+        """A run under this scope goes live: a cancel deferred here or above takes effect."""
+        deferred, self._when_live = self._when_live, None
+        if deferred is not None:
+            self.cancel(*deferred)
+        if self.parent is not None:
+            self.parent.live()
 
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback`` once when the scope is cancelled (at once if it already is);

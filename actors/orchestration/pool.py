@@ -23,7 +23,7 @@ import pykka
 
 from actors.errors import Divergence, EndOfRecording, RunInterrupted
 from actors.orchestration.env import SessionEnv
-from actors.orchestration.inbox import ResultInbox
+from actors.orchestration.inbox import Delivery, ResultInbox
 from actors.orchestration.instructions import handoff_refs
 from actors.orchestration.plan import Plan, PlannedWorker
 from actors.orchestration.prompts import EXPECTED_RESULT, ISOLATION_CONSTRAINTS, expected_result
@@ -145,7 +145,13 @@ class WorkerPool:
         if wanted is not None and wanted not in self.running:
             wanted = None
         self.rec.flush()  # nothing of the run waits in the buffer while the Brain waits
-        d = self.inbox.take(wanted, cancel=self.rec.cancel)
+        # Re-executing towards a recorded result: it comes (its worker replays it), so a
+        # cancel that took effect meanwhile stops this run only once it is past its prefix.
+        d: Delivery | None
+        if wanted is not None and self.rec.replaying:
+            d = self.inbox.take(wanted)
+        else:
+            d = self.inbox.take(wanted, cancel=self.rec.cancel)
         if d is None:  # cancelled while waiting: the workers stop by themselves
             self.rec.stop_here()
         if d.waiting is not None:

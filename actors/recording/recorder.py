@@ -181,8 +181,10 @@ class RunRecorder:
         """
         if self.replaying:
             self._stop_if_recorded_here()
-        elif self.cancel.cancelled and self._live_allowed:
-            self.stop_here(during)
+        elif self._live_allowed:
+            self.cancel.live()  # past the recording: a deferred cancel stops it here
+            if self.cancel.cancelled:
+                self.stop_here(during)
 
     def stop_here(self, during: CancelPhase = "") -> NoReturn:
         """Record that the run stops here because its scope was cancelled; raise.
@@ -277,6 +279,7 @@ class RunRecorder:
         if self._abort is not None and self._abort.is_set():
             # Another run of this resume diverged: write nothing more, anywhere.
             raise EndOfRecording(f"run {self.run_id}: resume stopped by a divergence")
+        self.cancel.live()  # the first live event: a deferred cancel takes effect
         if self._texts:
             self._store_texts()
         return self.commits.append(

@@ -193,6 +193,12 @@ class Engine:
         self.tracing = tracer is not None
         self._task_managers: dict[str, TaskManagerProxy] = {}
         self._locks: dict[str, SessionLock] = {}
+        if coordination is None and store is not None and is_postgres_url(store):
+            # Homes sharing one database share nothing else: their lock files exclude
+            # nobody across homes, so the store's own database holds the session leases
+            # (read-only runtimes included: they read them to tell running from
+            # interrupted). docs/serve.md, "Leases and the lock files".
+            coordination = store
         self.leases = SessionLeases(
             home, coordinator=coordination, ttl=lease_ttl, enabled=not read_only
         )
@@ -312,6 +318,14 @@ class Engine:
     def holds(self, session_id: str) -> bool:
         """True when this engine holds the session's owner lock."""
         return session_id in self._locks
+
+    def owned_in_this_home(self, session_id: str) -> bool:
+        """True when this engine, or another process of this home, holds the session's lock.
+
+        A session owned only by a lease is run from another home (or host): a request
+        left in this home's ``control/`` would never reach its owner.
+        """
+        return self.holds(session_id) or self._lock_file(session_id).held_elsewhere()
 
     def is_owned(self, session_id: str) -> bool:
         """True when a live process (this one included) holds the session's owner lock."""

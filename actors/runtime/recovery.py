@@ -77,11 +77,12 @@ class ResumePlan(msgspec.Struct, frozen=True, kw_only=True):
     recording: dict[str, list[StoredEvent]]
 
 
-def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
+def resume_ready(engine: Engine, session_id: str, *, undecided: bool = False) -> ResumePlan:
     """Do everything a resume needs before re-executing: check, read, replay the WAL.
 
     Reads the session's log grouped by run, finds the interrupted main run, and replays
-    that run's Task WAL (a torn tail is cut and reported in the plan).
+    that run's Task WAL (a torn tail is cut and reported in the plan). ``undecided``: a
+    waiting run qualifies with requests still undecided (what cancelling it needs).
 
     Raises:
         NothingToResume: no interrupted (nor waiting) run.
@@ -99,7 +100,8 @@ def resume_ready(engine: Engine, session_id: str) -> ResumePlan:
     pending = [r for r in main_runs(engine, sid) if r in interrupted]
     if not pending:
         # A run waiting for a person resumes once everything it waits for is decided.
-        pending = [waiting.waiting_run(engine, sid)]
+        state = waiting.wait_state(engine, sid) if undecided else None
+        pending = [state.run_id if state is not None else waiting.waiting_run(engine, sid)]
     # Main runs are serial, so only the last one can be interrupted; resuming needs its
     # events and its workers' — not the whole session's log.
     run_id = pending[-1]
@@ -163,9 +165,10 @@ def resume(
 def cancel_interrupted(engine: Engine, plan: ResumePlan, reason: str) -> RunOutcome:
     """End the interrupted main run of ``plan`` as cancelled, without going on with it.
 
-    The run is re-executed to the end of its log with its cancellation already
-    requested, so it stops at its first live step — no model is asked, no tool runs —
-    and ends the way a run cancelled while it ran ends (and replays the same way).
+    The run is re-executed to the end of its log with its cancellation deferred to its
+    first live step (``CancelScope.cancel_when_live``): the recorded prefix is matched
+    whole, then it stops where it would go on — no model is asked, no tool runs — and
+    ends the way a run cancelled while it ran ends (and replays the same way).
 
     Raises:
         SessionBusy: a live process owns the session.
@@ -209,7 +212,8 @@ def _reexecute(
             replay_options=options,
         )
         if cancel is not None:
-            env.cancel.cancel(cancel, "external")
+            # Not now: a cancel seen inside the recorded prefix would be recorded there.
+            env.cancel.cancel_when_live(cancel, "external")
         request = RunRequest(
             run_id=run_id,
             parent_node_id=started.start_node_id,
@@ -324,7 +328,8 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
 
     Raises:
         InvalidSessionId, UnknownSession: bad or unknown session.
-        NothingToCancel: no run of the session is in progress or interrupted.
+        NothingToCancel: no run of the session is in progress, interrupted or waiting.
+        SessionBusy: a process of another home (or host) runs the session.
         ReplayDivergence: an interrupted run cannot be re-executed to record its end.
     """
     sid = validate_session_id(session_id)
@@ -340,13 +345,21 @@ def cancel_session(engine: Engine, session_id: str, reason: str) -> CancelReport
         for r in engine.store.read_runs(sid)
         if r.status in OPEN_RUN_STATUSES and is_main_run(sid, r.agent_id)
     ]
-    if not open_main:
+    parked = waiting.wait_state(engine, sid) if not open_main else None
+    if not open_main and parked is None:
         raise NothingToCancel(f"session {sid} has no run in progress")
     if engine.is_owned(sid):
         engine.refuse_if_read_only(f"cancelling the run of {sid}")
+        if not engine.owned_in_this_home(sid):
+            raise SessionBusy(
+                f"session {sid} is run by a clew process of another home or host (it holds"
+                " the session's lease): cancel it there"
+            )
         control.request_cancel(engine.home, sid, reason, engine.clock.now())
         return CancelReport(session_id=sid, run_id=open_main[-1], status="requested", reason=reason)
     engine.refuse_if_read_only(f"cancelling the interrupted run of {sid}")
-    plan = resume_ready(engine, sid)
+    # A waiting run is cancelled as an interrupted one is: re-executed to its wait, then
+    # stopped at its first live step, whatever is still undecided.
+    plan = resume_ready(engine, sid, undecided=parked is not None)
     outcome = cancel_interrupted(engine, plan, reason)
     return CancelReport(session_id=sid, run_id=outcome.run_id, status="cancelled", reason=reason)

@@ -275,8 +275,17 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
 def check_session(engine: Engine, session_id: str) -> SessionCheck:
     """Follow the session's hash chain, rebuild its projections from its events and compare
     them with the stored rows, check its artifact files, and replay every Task WAL of the
-    session; collect every problem found."""
+    session; collect every problem found.
+
+    The whole check reads one snapshot of the store (``read_snapshot``): a process
+    appending to the session meanwhile cannot make the tables read later disagree with
+    the events folded earlier."""
     sid = validate_session_id(session_id)
+    with engine.store.read_snapshot():
+        return _check_session(engine, sid)
+
+
+def _check_session(engine: Engine, sid: str) -> SessionCheck:
     problems: list[str] = []
     events = unchained = 0
     try:

@@ -6,18 +6,28 @@ running nor interrupted. Any process may then read what is pending, record a dec
 (``approval_decided``) or an answer (``clarification_answered``) into the waiting run,
 and resume it (:func:`waiting_run` is what ``resume_ready`` falls back on). See
 docs/runtime.md, "Pause for a person".
+
+Recording is atomic: the check ("is it still pending?") and the append happen while
+this thread holds the session — its claim in this process (other threads wait their
+turn) and its owner lock and lease across processes (other processes wait theirs, up to
+:data:`DECIDE_WAIT_S`) — so of two decisions for one call exactly one is recorded and
+the other is refused with ``AlreadyDecided``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import msgspec
 
 from actors.errors import (
     AlreadyDecided,
+    InvalidEdit,
     NothingToResume,
     NotWaiting,
+    SessionBusy,
     StillWaiting,
     UnknownApproval,
     UsageError,
@@ -32,6 +42,8 @@ from actors.orchestration.approvals import (
     decided_event,
     pending_of,
 )
+from actors.recording.inputs import RunInputs
+from actors.recording.recorded import run_started_of
 from actors.runtime.engine import Engine
 from eventlog.events import (
     ApprovalDecided,
@@ -44,6 +56,10 @@ from eventlog.ids import brain_agent_id, is_main_run, validate_session_id
 from eventlog.records import AppendRequest
 
 WAITING = "waiting"
+
+#: How long recording a decision or an answer waits for another thread or process that
+#: holds the session (most often: recording a decision of its own, a few milliseconds).
+DECIDE_WAIT_S = 5.0
 
 
 class WaitState(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,7 +92,7 @@ class WaitState(msgspec.Struct, frozen=True, kw_only=True):
         return "; ".join(parts) or "nothing"
 
 
-def _args(arguments: dict[str, object]) -> str:
+def _args(arguments: object) -> str:
     return msgspec.json.encode(arguments).decode()
 
 
@@ -152,6 +168,8 @@ def decide(engine: Engine, session_id: str, call_id: str, decision: Decision) ->
         NotWaiting: the session's run is not waiting.
         UnknownApproval: no request ``call_id`` waits in this session.
         AlreadyDecided: it was decided already.
+        InvalidEdit: edited arguments that do not fit the tool's recorded parameters
+            (the message names the field); nothing is recorded.
         UsageError: edited arguments the log cannot hold.
     """
     if not isinstance(decision, Approve | Deny | Edit):
@@ -166,6 +184,8 @@ def decide(engine: Engine, session_id: str, call_id: str, decision: Decision) ->
     def target(state: WaitState) -> tuple[str, str]:
         for p in state.pending:
             if p.tool_call_id == call_id:
+                if isinstance(decision, Edit):
+                    check_edit(engine, state, p, decision.arguments)
                 return p.agent_id, p.run_id
         if call_id in state.decided:
             raise AlreadyDecided(f"tool call {call_id} of session {session_id} was decided already")
@@ -173,6 +193,125 @@ def decide(engine: Engine, session_id: str, call_id: str, decision: Decision) ->
 
     _record(engine, session_id, "decision", target, event)
     return event
+
+
+def check_edit(
+    engine: Engine, state: WaitState, pending: PendingApproval, arguments: dict[str, object]
+) -> None:
+    """Refuse edited arguments that do not fit the tool's parameters, as recorded.
+
+    The run recorded each tool's JSON schema (``RunInputs.tools``), so any process can
+    check an edit when it is decided — not only when the run resumes, after the person
+    has gone. The check covers what a pydantic model's schema says: types, required and
+    unknown fields, bounds, lengths, enums, nested objects, arrays, ``anyOf`` and
+    ``$ref``s; the tool's own model still validates the call when it runs.
+
+    Raises:
+        InvalidEdit: naming the field and what it must be.
+    """
+    started = run_started_of(engine.store.read_run(state.session_id, state.run_id))
+    records = RunInputs.from_metadata(started.metadata).tools
+    schema = next((t.parameters for t in records if t.name == pending.tool_name), None)
+    if not isinstance(schema, dict):
+        return  # a tool of no recorded schema: its model checks the call when it runs
+    problem = _schema_problem(schema, arguments, "", schema.get("$defs", {}))
+    if problem is not None:
+        raise InvalidEdit(
+            f"edited arguments of {pending.tool_call_id} ({pending.tool_name}) refused:"
+            f" {problem}; nothing recorded"
+        )
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+#: The bounds a schema may set on a number: (keyword, the relation, how it reads).
+_BOUNDS: tuple[tuple[str, Callable[[float, float], bool], str], ...] = (
+    ("minimum", lambda v, b: v >= b, ">="),
+    ("maximum", lambda v, b: v <= b, "<="),
+    ("exclusiveMinimum", lambda v, b: v > b, ">"),
+    ("exclusiveMaximum", lambda v, b: v < b, "<"),
+)
+
+
+def _schema_problem(  # noqa: C901, PLR0911, PLR0912 - one branch per schema keyword
+    schema: dict[str, object], value: object, at: str, defs: object
+) -> str | None:
+    """Return why ``value`` (at field path ``at``) does not fit ``schema``; None if it does."""
+    name = at or "the arguments"
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and isinstance(defs, dict):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        return _schema_problem(target, value, at, defs) if isinstance(target, dict) else None
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list):
+        fits = [o for o in options if isinstance(o, dict)]
+        problems = [_schema_problem(o, value, at, defs) for o in fits]
+        return None if not fits or None in problems else problems[0]
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        bad_bool = isinstance(value, bool) and kind in ("integer", "number")
+        if bad_bool or not isinstance(value, _JSON_TYPES[kind]):
+            return f"{name} must be of type {kind}, not {_args(value)}"
+    if "enum" in schema and isinstance(schema["enum"], list) and value not in schema["enum"]:
+        return f"{name} must be one of {_args(schema['enum'])}, not {_args(value)}"
+    if "const" in schema and value != schema["const"]:
+        return f"{name} must be {_args(schema['const'])}, not {_args(value)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for key, ok, sign in _BOUNDS:
+            bound = schema.get(key)
+            if isinstance(bound, int | float) and not ok(value, bound):
+                return f"{name} must be {sign} {bound}, not {_args(value)}"
+    if isinstance(value, str | list):
+        text = isinstance(value, str)
+        least = schema.get("minLength" if text else "minItems")
+        most = schema.get("maxLength" if text else "maxItems")
+        unit = "characters" if text else "items"
+        if isinstance(least, int) and len(value) < least:
+            return f"{name} must have at least {least} {unit}"
+        if isinstance(most, int) and len(value) > most:
+            return f"{name} must have at most {most} {unit}"
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            problem = _schema_problem(schema["items"], item, f"{name}[{i}]", defs)  # type: ignore[arg-type]
+            if problem is not None:
+                return problem
+    if isinstance(value, dict):
+        return _object_problem(schema, value, at, defs)
+    return None
+
+
+def _object_problem(
+    schema: dict[str, object], value: dict[str, object], at: str, defs: object
+) -> str | None:
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    required = schema.get("required")
+    for key in required if isinstance(required, list) else []:
+        if key not in value:
+            return f"{_field(at, key)} is required"
+    if schema.get("additionalProperties") is False:
+        for key in value:
+            if key not in props:
+                return f"{_field(at, key)} is not a parameter of the tool"
+    for key, item in value.items():
+        sub = props.get(key)
+        if isinstance(sub, dict):
+            problem = _schema_problem(sub, item, _field(at, key), defs)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _field(at: str, key: str) -> str:
+    return f"{at}.{key}" if at else key
 
 
 def answer(engine: Engine, session_id: str, text: str) -> ClarificationAnswered:
@@ -210,13 +349,11 @@ def _record(
     target: Callable[[WaitState], tuple[str, str]],
     event: Event,
 ) -> None:
-    """Under the session's lock: check the session waits, find the run, append ``event``."""
+    """Holding the session: check the session waits, find the run, append ``event``."""
     sid = validate_session_id(session_id)
     engine.refuse_if_read_only(f"recording a {what} for {sid}")
     engine.store.read_session(sid)
-    held = engine.holds(sid)
-    engine.own(sid)
-    try:
+    with _holding(engine, sid):
         state = wait_state(engine, sid)
         if state is None:
             raise NotWaiting(f"session {sid} is not waiting for a {what}")
@@ -230,6 +367,41 @@ def _record(
                 run_id=run_id,
             )
         ).get(timeout=120)
+
+
+@contextmanager
+def _holding(engine: Engine, sid: str) -> Iterator[None]:
+    """Hold the session for the block: this thread's claim, then the owner lock and lease.
+
+    The owner lock is per process (a second thread would take it again at once), so the
+    claim is what keeps two threads of one process from both checking before either
+    appends; the lock and the lease do that across processes. Either one busy is waited
+    for, up to :data:`DECIDE_WAIT_S`.
+
+    Raises:
+        SessionBusy: the session stayed busy that long (a run of it is in progress).
+    """
+    _waiting_for(lambda: engine.claim_run(sid))
+    try:
+        held = engine.holds(sid)
+        _waiting_for(lambda: engine.own(sid))
+        try:
+            yield
+        finally:
+            if not held:
+                engine.release(sid)
     finally:
-        if not held:
-            engine.release(sid)
+        engine.release_run(sid)
+
+
+def _waiting_for(take: Callable[[], object]) -> None:
+    deadline = time.monotonic() + DECIDE_WAIT_S
+    while True:
+        try:
+            take()
+        except SessionBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+        else:
+            return

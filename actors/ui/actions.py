@@ -27,11 +27,19 @@ import msgspec
 from actors.errors import UsageError
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit
 from actors.runtime.runtime import Runtime
+from eventlog.logs import get_logger
+
+_log = get_logger("clew.ui")
 
 #: Continues a waiting session once everything is decided: ``(runtime, session id)``.
 #: The server has no model of its own; the embedding application (or ``clew ui``, from
 #: the session's recipe) gives it one.
 Resumer = Callable[[Runtime, str], object]
+
+#: How long an action waits for the resume it starts before answering: a resume that
+#: is refused (busy, diverged, no model) fails within it, and the answer says so instead
+#: of ``"resumed": true``; one still running then is reported as resumed.
+RESUME_WAIT_S = 3.0
 
 
 def _text(body: dict[str, Any], key: str, default: str | None = None) -> str:
@@ -94,28 +102,44 @@ class Actions:
         states = self.rt.waiting(sid)
         left = [p.tool_call_id for s in states for p in s.pending]
         ready = bool(states) and all(s.ready for s in states)
-        return {"still_pending": left, "resumed": ready and self.start_resume(sid)}
+        resumed = self.start_resume(sid) if ready else {"resumed": False}
+        return {"still_pending": left, **resumed}
 
-    def start_resume(self, sid: str) -> bool:
-        """Continue the session in a background thread; False when no resumer is set or
-        one already runs for it."""
+    def start_resume(self, sid: str) -> dict[str, Any]:
+        """Continue the session in a background thread; wait up to :data:`RESUME_WAIT_S`.
+
+        Returns ``{"resumed": True}`` when the resume finished or is still running then;
+        ``{"resumed": False}`` when no resumer is set or one already runs for it, with
+        ``resume_error`` (one line) when the resume failed.
+        """
         if self.resumer is None:
-            return False
+            return {"resumed": False}
         with self._lock:
             if sid in self._resuming:
-                return False
+                return {"resumed": False}
             self._resuming.add(sid)
         resumer = self.resumer
+        failed: list[BaseException] = []
+        ended = threading.Event()
 
         def run() -> None:
             try:
                 resumer(self.rt, sid)
+            except Exception as e:  # the answer (or, once it is sent, the log) says it
+                failed.append(e)
+                _log.warning("resume failed", session_id=sid, error=str(e))
             finally:
                 with self._lock:
                     self._resuming.discard(sid)
+                ended.set()
 
         threading.Thread(target=run, name=f"clew-ui-resume-{sid}", daemon=True).start()
-        return True
+        ended.wait(RESUME_WAIT_S)
+        if failed:
+            error = failed[0]
+            line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            return {"resumed": False, "resume_error": line}
+        return {"resumed": True}
 
     def resume(self, sid: str, body: dict[str, Any]) -> dict[str, Any]:
         """Continue a waiting or interrupted session with the server's resumer."""
@@ -123,7 +147,7 @@ class Actions:
             raise UsageError("this server cannot resume runs (it has no model): clew resume")
         if not self.rt.waiting(sid) and not self.rt.interrupted_runs(sid):
             raise UsageError(f"session {sid} has nothing to resume")
-        return {"session_id": sid, "resumed": self.start_resume(sid)}
+        return {"session_id": sid, **self.start_resume(sid)}
 
     def cancel(self, sid: str, body: dict[str, Any]) -> dict[str, Any]:
         """Cancel the session's run in progress (the owning process stops within a second)."""

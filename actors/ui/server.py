@@ -13,7 +13,7 @@ import json
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from importlib.resources import files
 from pathlib import Path
 from types import FrameType
@@ -36,7 +36,7 @@ from actors.documents.usage import UsageCache, tokens_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 from actors.ui.actions import Actions, Resumer
-from actors.ui.guard import Guard, new_token
+from actors.ui.guard import Guard, new_token, served_names
 from actors.ui.live import Live
 from eventlog.errors import ClewError, InvalidSessionId, Refused, UnknownSession
 from eventlog.ids import validate_session_id
@@ -238,6 +238,7 @@ def create_app(
     token: str | None = None,
     resumer: Resumer | None = None,
     csrf: str | None = None,
+    hosts: Iterable[str] = (),
 ) -> Guard:
     """Return the inspector's ASGI app over ``rt``.
 
@@ -246,6 +247,7 @@ def create_app(
         resumer: continues a session once its approvals are decided (without one the page
             says to run ``clew resume``).
         csrf: the CSRF token of the pages (default: a fresh random one).
+        hosts: the names it answers to besides the loopback names (``Host``, ``Origin``).
     """
     live = Live(rt)
     ui = Inspector(rt, Actions(rt, resumer), live, csrf or new_token())
@@ -278,7 +280,8 @@ def create_app(
         ),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    return Guard(Starlette(routes=routes), token=token, csrf=ui.csrf, live=live)
+    names = served_names(hosts)
+    return Guard(Starlette(routes=routes), token=token, csrf=ui.csrf, live=live, names=names)
 
 
 class _Server(uvicorn.Server):
@@ -308,11 +311,12 @@ class UiServer:
         token: str | None = None,
         resumer: Resumer | None = None,
     ) -> None:
-        self.app = create_app(rt, token=token, resumer=resumer)
+        self.app = create_app(rt, token=token, resumer=resumer, hosts=(host,))
         self.host = host
         self.token = token
         self.socket = _bind(host, port)
         self._port = int(self.socket.getsockname()[1])
+        self.app.port = self._port  # Host, Origin and the token cookie name the port bound
         config = uvicorn.Config(
             self.app,
             log_level="warning",

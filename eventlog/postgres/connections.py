@@ -81,6 +81,30 @@ class Connections:
             self._all.append(conn)
         return conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[psycopg.Connection[Any] | None]:
+        """One ``REPEATABLE READ`` read transaction on this thread's reader for the block.
+
+        Yields the snapshot's connection (None when nested: the outer one holds). Reads
+        of this thread — streaming ones too — then run on it, in that one snapshot.
+        """
+        if getattr(self._local, "snapshot", None) is not None:
+            yield None
+            return
+        conn = self.reader()
+        with translate_errors("reading"), conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._local.snapshot = conn
+            try:
+                yield conn
+            finally:
+                self._local.snapshot = None
+
+    def in_snapshot(self) -> psycopg.Connection[Any] | None:
+        """The connection of this thread's :meth:`snapshot`, if one is open."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "snapshot", None)
+        return conn
+
     def reader(self) -> psycopg.Connection[Any]:
         """Return this thread's autocommit reader connection, opened on first use."""
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)

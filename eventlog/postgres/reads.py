@@ -148,7 +148,8 @@ class PostgresReads(GlobalTableReads):
         conn = self._borrow()
         try:
             with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                if conn is not self._connections.in_snapshot():  # (else: a savepoint in it)
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 got = conn.execute(
                     "SELECT chain_from, chain_head FROM sessions WHERE session_id = %s", (sid,)
                 ).fetchone()
@@ -170,6 +171,9 @@ class PostgresReads(GlobalTableReads):
             self._give_back(conn)
 
     def _borrow(self) -> psycopg.Connection[Any]:
+        snapshot = self._connections.in_snapshot()
+        if snapshot is not None:
+            return snapshot  # inside read_snapshot: every read in its one transaction
         idle: list[psycopg.Connection[Any]] = getattr(self._streams, "idle", [])
         self._streams.idle = idle
         while idle:
@@ -179,6 +183,8 @@ class PostgresReads(GlobalTableReads):
         return self._connections.connect()
 
     def _give_back(self, conn: psycopg.Connection[Any]) -> None:
+        if conn is self._connections.in_snapshot():
+            return  # it ends with the snapshot
         idle: list[psycopg.Connection[Any]] = getattr(self._streams, "idle", [])
         self._streams.idle = idle
         if len(idle) < 2 and not conn.closed and conn.info.transaction_status == 0:

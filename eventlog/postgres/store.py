@@ -9,7 +9,8 @@ connections the server keeps read-only; every append is refused with ``ReadOnlyS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
@@ -117,6 +118,16 @@ class PostgresStore(PostgresReads):
         return deletion.delete_session(
             self._connections.writer(), session_id, deleted_at=deleted_at, task_wals=task_wals
         )
+
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        """One ``REPEATABLE READ`` transaction for the block's reads on this thread."""
+
+        @contextmanager
+        def snapshot() -> Iterator[None]:
+            with self._connections.snapshot():
+                yield
+
+        return snapshot()
 
     def close(self) -> None:
         """Close every connection."""

@@ -13,6 +13,8 @@ has no ``-shm`` beside it cannot be read that way; that is refused.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
@@ -57,6 +59,9 @@ class Connections:
         """Return a connection for one streaming read: an idle one of this thread, or a new
         one. Give it back with :meth:`give_back` once its cursor is closed (a connection with
         no open statement holds no snapshot)."""
+        snapshot: apsw.Connection | None = getattr(self._local, "snapshot", None)
+        if snapshot is not None:
+            return snapshot  # inside :meth:`snapshot`: every read on its one connection
         idle: list[apsw.Connection] | None = getattr(self._local, "idle", None)
         return idle.pop() if idle else self.connect()
 
@@ -67,6 +72,8 @@ class Connections:
         rolled back first: kept open, it would pin that snapshot and stop checkpoints. One
         that cannot be (a statement still running) is closed instead.
         """
+        if conn is getattr(self._local, "snapshot", None):
+            return  # the snapshot's connection: it ends with the snapshot
         idle: list[apsw.Connection] | None = getattr(self._local, "idle", None)
         if idle is None:
             idle = self._local.idle = []
@@ -101,6 +108,24 @@ class Connections:
                 return conn
         uri = "file:" + quote(str(self.path.resolve())) + "?immutable=1"
         return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction on this thread's reader for the block; streaming reads
+        borrow that connection too, so every read in the block sees one snapshot."""
+        if getattr(self._local, "snapshot", None) is not None:
+            yield  # nested: the outer snapshot holds
+            return
+        conn = self.reader()
+        with translate_errors("reading"):
+            conn.execute("BEGIN")  # deferred: the snapshot is taken by the first read
+        self._local.snapshot = conn
+        try:
+            yield
+        finally:
+            self._local.snapshot = None
+            with translate_errors("reading"):
+                conn.execute("ROLLBACK")
 
     def reader(self) -> apsw.Connection:
         """Return this thread's reader connection, opened on first use."""

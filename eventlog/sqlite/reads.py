@@ -247,7 +247,8 @@ class SQLiteReads(GlobalTableReads):
         conn = self._connections.borrow()
         cursor = None
         try:
-            conn.execute("BEGIN")  # one snapshot: the chain head agrees with the rows
+            if not conn.in_transaction:  # (in a read_snapshot it is that snapshot's)
+                conn.execute("BEGIN")  # one snapshot: the chain head agrees with the rows
             try:
                 if self._chained:
                     chain_from, head = conn.execute(

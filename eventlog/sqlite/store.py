@@ -136,6 +136,10 @@ class SQLiteStore(SQLiteReads):
             raise ReadOnlyStore(f"{self.path} is open read-only: deleting is refused")
         return self._append.delete_session(session_id, deleted_at=deleted_at, task_wals=task_wals)
 
+    def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """One read transaction for the block's reads on this thread (see the protocol)."""
+        return self._connections.snapshot()
+
     def close(self) -> None:
         """Close the write connection and this thread's reader."""
         self._connections.close()

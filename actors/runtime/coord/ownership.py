@@ -7,17 +7,46 @@ explicitly (a PostgreSQL URL) — taking a session's lock also takes its lease, 
 session whose lease another owner holds is busy even when no lock file says so: that
 is what excludes an embedded runtime from a session a ``clew serve`` process (on this
 host or another) is running. A home never served has no coordinator: lock files only,
-as before.
+as before. A runtime on a PostgreSQL store always has one: the store's own database
+(several homes share it, and a lock file of one home means nothing to another).
+
+A read-only runtime given a coordinator reads leases (so it does not call a session
+another home is running "interrupted") and takes none. A lease whose owner is a process
+of this host that no longer exists is free at once, as its lock file would be: its
+expiry is only the other hosts' way to learn that the owner is gone.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from pathlib import Path
 
 from actors.runtime.coord.heartbeat import Heartbeat
 from actors.runtime.coord.location import COORD_FILE, open_coordinator
-from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator, new_owner_id
+from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator, Lease, new_owner_id
+
+
+def owner_is_dead_here(owner: str) -> bool:
+    """True when ``owner`` (``host:pid:random``) names a process of this host that is gone.
+
+    A pid reused since by another process reads as alive: the lease then lives out its
+    ttl, the safe side.
+    """
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    host, pid = parts[0], int(parts[1])
+    if host != socket.gethostname() or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists (another user's process: EPERM)
+        return False
+    return False
 
 
 class SessionLeases:
@@ -33,7 +62,8 @@ class SessionLeases:
     ) -> None:
         """``coordinator``: a coordinator, or where one is (a URL or a home path);
         None: the home's ``coord.sqlite`` once it exists. ``enabled`` False (a read-only
-        runtime): no leases at all."""
+        runtime): no lease is taken or renewed; leases are still read when a
+        ``coordinator`` is given (a read-only runtime never opens ``coord.sqlite``)."""
         #: This runtime's owner id (in every lease it takes and every queued run it runs).
         self.owner = new_owner_id()
         self.ttl = ttl
@@ -52,21 +82,29 @@ class SessionLeases:
         yet — what ``submit`` and ``serve`` do.
         """
         with self._lock:
-            if self._coord is None and self._enabled:
+            if self._coord is None and (self._enabled or self._given is not None):
                 given = self._given
                 if given is not None and not isinstance(given, str):
                     self._coord = given
                 elif given is not None or create or (self._home / COORD_FILE).exists():
                     self._coord = open_coordinator(given if given is not None else self._home)
                     self._own_coord = True
-                if self._coord is not None:
+                if self._coord is not None and self._enabled:
                     self._heartbeat = Heartbeat(self._coord, self.owner, self.ttl)
             return self._coord
 
     def acquire(self, session_id: str) -> bool:
         """Take the session's lease (True when there is no coordinator)."""
         coord = self.coordinator()
-        return coord is None or coord.acquire(session_id, self.owner, self.ttl)
+        if coord is None:
+            return True
+        if coord.acquire(session_id, self.owner, self.ttl):
+            return True
+        holder = coord.holder(session_id)
+        if holder is not None and self._dead(holder):
+            # Released only if that dead owner still holds it; then taken like a free one.
+            coord.release(session_id, holder.owner)
+        return coord.acquire(session_id, self.owner, self.ttl)
 
     def release(self, session_id: str) -> None:
         """Drop the session's lease if this runtime holds it."""
@@ -80,7 +118,10 @@ class SessionLeases:
         if coord is None:
             return False
         lease = coord.holder(session_id)
-        return lease is not None and lease.owner != self.owner
+        return lease is not None and lease.owner != self.owner and not self._dead(lease)
+
+    def _dead(self, lease: Lease) -> bool:
+        return lease.owner != self.owner and owner_is_dead_here(lease.owner)
 
     def close(self) -> None:
         """Stop the heartbeat, release every lease of this owner, close what was opened."""
@@ -90,6 +131,7 @@ class SessionLeases:
                 self._heartbeat.stop()
                 self._heartbeat = None
             if coord is not None:
-                coord.release_all(self.owner)
+                if self._enabled:
+                    coord.release_all(self.owner)
                 if self._own_coord:
                     coord.close()

@@ -34,6 +34,10 @@ _SCHEMA = schema(
 #: (``CREATE … IF NOT EXISTS`` alone races on the catalogue). The key is arbitrary.
 _SCHEMA_LOCK = 0x636C6577
 
+_TABLES_PRESENT = (
+    "SELECT to_regclass('clew_leases') IS NOT NULL AND to_regclass('clew_run_queue') IS NOT NULL"
+)
+
 
 @cache
 def _placeholders(sql: str) -> str:
@@ -79,9 +83,12 @@ class PostgresCoordinator(SQLCoordinator):
         except psycopg.Error as e:
             raise StoreError(f"cannot connect to {self.location}: {e}") from e
         with self._tx() as execute:
-            execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            for statement in _SCHEMA:
-                execute(statement, ())
+            # Tables there already: no DDL (a read-only role may read leases, not create).
+            [(present,)] = execute(_TABLES_PRESENT, ())
+            if not present:
+                execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+                for statement in _SCHEMA:
+                    execute(statement, ())
 
     def close(self) -> None:
         """Close the connection."""

@@ -158,7 +158,7 @@ export class SessionPage {
     const reason = h("input", { type: "text", class: "reason", placeholder: "reason (told to the model)", hidden: true });
     const id = p.tool_call_id;
     const decide = (body) => this.act("decide", { call_id: id, ...body }, (out) =>
-      this.say(out.resumed ? `${id}: decided; the run continues` : `${id}: decided${out.still_pending.length ? `; ${out.still_pending.length} still pending` : "; resume the run to go on"}`, false));
+      this.say(out.resumed ? `${id}: decided; the run continues` : out.resume_error ? `${id}: decided; the resume failed: ${out.resume_error}` : `${id}: decided${out.still_pending.length ? `; ${out.still_pending.length} still pending` : "; resume the run to go on"}`, Boolean(out.resume_error)));
     return h(
       "div",
       { class: "pending", dataset: { call: id } },

@@ -28,7 +28,7 @@ def shared_rt(shared: Home) -> Iterator[Runtime]:
 
 @pytest.fixture
 def client(shared_rt: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(shared_rt, csrf=CSRF)) as c:
+    with TestClient(create_app(shared_rt, csrf=CSRF, hosts=["testserver"])) as c:
         yield c
 
 

@@ -42,7 +42,7 @@ def test_approving_records_what_clew_approve_records_and_resumes(tmp_path: Path)
     with Runtime(tmp_path / "home", tmp_path) as rt:
         sid = waiting_session(rt, paid)
         (pending,) = rt.pending(sid)
-        with TestClient(create_app(rt, csrf=CSRF, resumer=resumer)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, resumer=resumer, hosts=["testserver"])) as c:
             doc = c.get(f"/api/sessions/{sid}").json()
             assert ("waiting", [pending.tool_call_id]) == (
                 doc["status"],
@@ -83,7 +83,7 @@ def test_bad_decisions_are_refused_and_nothing_is_written(
     with Runtime(tmp_path / "home", tmp_path) as rt:
         sid = waiting_session(rt, [])
         (pending,) = rt.pending(sid)
-        with TestClient(create_app(rt, csrf=CSRF)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, hosts=["testserver"])) as c:
             out = c.post(
                 f"/api/sessions/{sid}/decide",
                 json={"call_id": pending.tool_call_id, **body},
@@ -98,7 +98,7 @@ def test_an_edit_and_a_denial_are_recorded_like_the_cli(tmp_path: Path) -> None:
     with Runtime(tmp_path / "home", tmp_path) as rt:
         sid = waiting_session(rt, [])
         (pending,) = rt.pending(sid)
-        with TestClient(create_app(rt, csrf=CSRF)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, hosts=["testserver"])) as c:
             out = c.post(
                 f"/api/sessions/{sid}/decide",
                 json={
@@ -122,7 +122,7 @@ def test_switching_the_active_node_records_active_node_switched(tmp_path: Path) 
     with Runtime(tmp_path / "home", tmp_path) as rt:
         sid = waiting_session(rt, [])
         first = rt.store.read_nodes(sid)[0].node_id
-        with TestClient(create_app(rt, csrf=CSRF)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, hosts=["testserver"])) as c:
             url = f"/api/sessions/{sid}/switch"
             assert 404 == c.post(url, json={"node_id": "brain:r7:n1"}, headers=HEADERS).status_code
             out = c.post(url, json={"node_id": "brain:r1:n1"}, headers=HEADERS).json()
@@ -286,7 +286,7 @@ def test_answering_the_question_records_it_and_the_run_goes_on(tmp_path: Path) -
     with Runtime(tmp_path / "home", tmp_path) as rt:
         session = rt.new_session()
         assert "needs_clarification" == session.run("Pay it.", model=ScriptedModel(ASK)).status
-        with TestClient(create_app(rt, csrf=CSRF, resumer=resumer)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, resumer=resumer, hosts=["testserver"])) as c:
             (wait,) = c.get(f"/api/sessions/{session.id}").json()["waiting"]
             assert ("Which invoice?", False) == (wait["question"], wait["answered"])
             url = f"/api/sessions/{session.id}/answer"

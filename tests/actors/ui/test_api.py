@@ -126,7 +126,7 @@ def test_the_page_carries_the_csrf_token_and_a_strict_policy(client: TestClient)
 
 def test_a_token_is_required_on_every_request_when_set(shared_rt: Runtime, shared: Home) -> None:
     token = "a-long-enough-token-123"
-    with TestClient(create_app(shared_rt, token=token, csrf=CSRF)) as c:
+    with TestClient(create_app(shared_rt, token=token, csrf=CSRF, hosts=["testserver"])) as c:
         for path in ("/", "/static/app.js", "/api/sessions", f"/api/sessions/{shared.demo}/stream"):
             refused = c.get(path)
             assert 401 == refused.status_code, path
@@ -227,7 +227,7 @@ def test_a_large_tool_result_is_an_artifact_with_a_preview(tmp_path: Path) -> No
     with Runtime(tmp_path / "home", tmp_path) as rt:
         session = rt.new_session()
         assert "completed" == session.run("Go.", model=ScriptedModel(script), tools=[report]).status
-        with TestClient(create_app(rt, csrf=CSRF)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, hosts=["testserver"])) as c:
             base = f"/api/sessions/{session.id}"
             ids = ",".join(row[0] for row in c.get(f"{base}/tree").json()["nodes"])
             excerpts = c.get(f"{base}/excerpts", params={"ids": ids}).json()["excerpts"]
