@@ -15,6 +15,7 @@ import typer
 
 # The command modules register their commands on the app when imported.
 from actors.cli import (
+    calls_command,
     check_commands,
     copy_command,
     delete_command,
@@ -51,6 +52,7 @@ COMMAND_MODULES = (
     history_commands,
     session_commands,
     delete_command,
+    calls_command,
 )
 
 

@@ -42,6 +42,8 @@ READ_COMMANDS: Final = frozenset(
         "tail",
         "pending",
         "usage",
+        "calls",
+        "call",
     }
 )
 
