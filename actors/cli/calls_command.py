@@ -28,7 +28,13 @@ from actors.cli.options import Home, Json, Project, SessionArg, open_session, wh
 from actors.cli.output import print_json
 from actors.cli.pager import paged
 from actors.cli.usage_command import load_prices
-from actors.documents.calls import WIRE_FORMATS, call_doc, calls_doc, wire_body
+from actors.documents.calls import (
+    WIRE_FORMATS,
+    call_doc,
+    calls_doc,
+    previous_call,
+    wire_body,
+)
 from actors.errors import UsageError
 from actors.replay.calls import CallLog, RecordedCall
 from eventlog.errors import quoted
@@ -219,8 +225,7 @@ def call(
         if wire is not None:
             print_json(wire_body(one, wire))
             return
-        earlier = [c for c in recorded[: rec.index - 1] if c.requested.agent_id == one.agent_id]
-        previous = log.call(earlier[-1]) if earlier else None
+        previous = previous_call(log, recorded, rec)
         doc = call_doc(rt, sid, one, previous, currency=currency, prices=table)
     if as_json:
         print_json(doc)

@@ -21,11 +21,12 @@ import msgspec
 
 from actors.models.protocol import ModelRequest
 from actors.models.providers.anthropic import messages_payload
+from actors.models.providers.mapping import block_text
 from actors.models.providers.openai import chat_payload
-from actors.replay.calls import ModelCall, RecordedCall, elapsed_ms
+from actors.replay.calls import CallLog, ModelCall, RecordedCall, elapsed_ms
 from actors.replay.diff import text_diff
 from actors.runtime.runtime import Runtime
-from eventlog.blocks import ArtifactRefBlock, Message, ToolResultBlock
+from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, ToolResultBlock
 from eventlog.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -202,7 +203,25 @@ def call_doc(
     return doc
 
 
+def previous_call(
+    log: CallLog, recorded: list[RecordedCall], rec: RecordedCall
+) -> ModelCall | None:
+    """Return the call the same agent made before ``rec`` (rebuilt), or None."""
+    agent = rec.requested.agent_id
+    earlier = [c for c in recorded[: rec.index - 1] if c.requested.agent_id == agent]
+    return log.call(earlier[-1]) if earlier else None
+
+
 # --- the waterfall ------------------------------------------------------------------------
+
+#: The most of a tool result the waterfall carries (the call view has the rest).
+RESULT_CHARS: Final = 2000
+
+
+def _clipped(content: list[ContentBlock]) -> str:
+    """A tool result's blocks as text, at most :data:`RESULT_CHARS` characters."""
+    text = "\n".join(block_text(b) for b in content)
+    return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
 
 
 class _Waterfall:
@@ -235,7 +254,7 @@ class _Waterfall:
             found = self.rows[run] = {
                 "run": self.short(run) if run else "",
                 "agent": self.short(e.agent_id) if e.agent_id else "",
-                "role": "",
+                "roles": [],
                 "phase": "",
                 "start_ms": self.at(e.created_at),
                 "end_ms": None,
@@ -270,7 +289,8 @@ class _Waterfall:
                 self.calls += 1
                 kind = "compaction" if phase == COMPACT_PHASE else "model"
                 r = self.row(e)
-                r["role"] = r["role"] or role
+                if role and role not in r["roles"]:
+                    r["roles"].append(role)
                 bar = {"kind": kind, "label": f"{role or '-'} → {model}", "call": self.calls}
                 bar["id"] = self.short(e.event_id)
                 self.begin(e, f"call {i} {n}", bar)
@@ -279,10 +299,14 @@ class _Waterfall:
                 self.end(e, f"call {i} {n}", detail=f"{tokens} {stop}")
             case ModelFailed(call_index=i, attempt=n, error_type=kind):
                 self.end(e, f"call {i} {n}", detail=f"failed: {kind}", error=True)
-            case ToolCallStarted(tool_call_id=call, tool_name=name):
-                self.begin(e, f"tool {call}", {"kind": "tool", "label": name, "id": call})
-            case ToolCallFinished(tool_call_id=call, is_error=bad):
-                self.end(e, f"tool {call}", detail="error" if bad else "ok", error=bad)
+            case ToolCallStarted(tool_call_id=call, tool_name=name, arguments=args):
+                bar = {"kind": "tool", "label": name, "id": call, "arguments": args}
+                self.begin(e, f"tool {call}", bar)
+            case ToolCallFinished(tool_call_id=call, is_error=bad, content=content):
+                result = _clipped(content)
+                self.end(
+                    e, f"tool {call}", detail="error" if bad else "ok", error=bad, result=result
+                )
             case ToolFailed(tool_call_id=call, error_type=kind):
                 self.end(e, f"tool {call}", detail=f"failed: {kind}", error=True)
             case _:
@@ -337,3 +361,14 @@ def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
         if e.run_id is not None:
             fall.add(e)
     return fall.doc(last)
+
+
+def call_view(rt: Runtime, sid: str, n: int) -> dict[str, Any] | None:
+    """Return the inspector's view of call ``n`` (its index, from 1): :func:`call_doc`
+    with the diff to the agent's previous call; None when there is no such call."""
+    log = CallLog(rt.store, sid)
+    recorded = log.recorded()
+    if not 1 <= n <= len(recorded):
+        return None
+    rec = recorded[n - 1]
+    return call_doc(rt, sid, log.call(rec), previous_call(log, recorded, rec))
