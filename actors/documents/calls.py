@@ -14,7 +14,8 @@ event once and rebuilds no request, so it stays fast on a long session (docs/ui.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -23,25 +24,10 @@ from actors.models.protocol import ModelRequest
 from actors.models.providers.anthropic import messages_payload
 from actors.models.providers.mapping import block_text
 from actors.models.providers.openai import chat_payload
-from actors.replay.calls import CallLog, ModelCall, RecordedCall, elapsed_ms
+from actors.replay.calls import CallLog, ModelCall, RecordedCall
 from actors.replay.diff import text_diff
 from actors.runtime.runtime import Runtime
-from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, ToolResultBlock
-from eventlog.events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    ModelFailed,
-    ModelRequested,
-    ModelResponded,
-    RunCancelling,
-    RunEnded,
-    RunResumed,
-    RunStarted,
-    RunWaiting,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
-)
+from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, TextBlock, ToolResultBlock
 from eventlog.ids import relative
 from eventlog.records import StoredEvent
 from projections.costs import Price, price_of
@@ -220,20 +206,54 @@ RESULT_CHARS: Final = 2000
 
 def _clipped(content: list[ContentBlock]) -> str:
     """A tool result's blocks as text, at most :data:`RESULT_CHARS` characters."""
-    text = "\n".join(block_text(b) for b in content)
+    if len(content) == 1 and isinstance(content[0], TextBlock):
+        text = content[0].text  # the common case, without a join
+    else:
+        text = "\n".join(block_text(b) for b in content)
     return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
+
+
+#: The event types a waterfall is drawn from, and the method of :class:`_Waterfall`
+#: each goes to (the rest of the log is not decoded).
+_HANDLERS: Final = {
+    "run_started": "_run_started",
+    "run_ended": "_run_ended",
+    "model_requested": "_model_requested",
+    "model_responded": "_model_responded",
+    "model_failed": "_model_failed",
+    "tool_call_started": "_tool_started",
+    "tool_call_finished": "_tool_finished",
+    "tool_failed": "_tool_failed",
+    "approval_requested": "_approval_requested",
+    "approval_decided": "_approval_decided",
+    "run_waiting": "_run_waiting",
+    "run_resumed": "_run_resumed",
+    "run_cancelling": "_run_cancelling",
+}
+WATERFALL_TYPES: Final = tuple(_HANDLERS)
+
+
+def _parsed(iso: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(iso)
+    except ValueError:
+        return None
 
 
 class _Waterfall:
     """One pass over a session's events, gathering each run's row and bars."""
 
-    def __init__(self, sid: str) -> None:
+    def __init__(self, sid: str, start: str) -> None:
         self.sid = sid
-        self.start: str | None = None
+        self.start = start
+        self._t0 = _parsed(start)
         self.rows: dict[str, dict[str, Any]] = {}
         self.calls = 0
         self._open: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._short: dict[str, str] = {}
+        self._handlers: dict[str, Callable[[StoredEvent, Any], None]] = {
+            kind: getattr(self, name) for kind, name in _HANDLERS.items()
+        }
 
     def short(self, ident: str) -> str:
         found = self._short.get(ident)
@@ -242,10 +262,9 @@ class _Waterfall:
         return found
 
     def at(self, iso: str) -> float:
-        """Milliseconds from the session's first event to ``iso``."""
-        if self.start is None:
-            self.start = iso
-        return elapsed_ms(self.start, iso) or 0.0
+        """Milliseconds from the session's first event to ``iso`` (0 if unreadable)."""
+        t = _parsed(iso)
+        return 0.0 if t is None or self._t0 is None else (t - self._t0).total_seconds() * 1000
 
     def row(self, e: StoredEvent) -> dict[str, Any]:
         run = e.run_id or ""
@@ -279,62 +298,79 @@ class _Waterfall:
         return bar
 
     def add(self, e: StoredEvent) -> None:
-        """Start or end what ``e`` starts or ends: a call's bar, or a run's row or wait."""
-        if not self._calls(e):
-            self._runs(e)
+        """Start or end what ``e`` starts or ends: a call's bar, or a run's row or wait.
 
-    def _calls(self, e: StoredEvent) -> bool:
-        match e.event:
-            case ModelRequested(call_index=i, attempt=n, role=role, phase=phase, model=model):
-                self.calls += 1
-                kind = "compaction" if phase == COMPACT_PHASE else "model"
-                r = self.row(e)
-                if role and role not in r["roles"]:
-                    r["roles"].append(role)
-                bar = {"kind": kind, "label": f"{role or '-'} → {model}", "call": self.calls}
-                bar["id"] = self.short(e.event_id)
-                self.begin(e, f"call {i} {n}", bar)
-            case ModelResponded(call_index=i, attempt=n, usage=u, stop_reason=stop):
-                tokens = f"{u.input_tokens}→{u.output_tokens} tokens"
-                self.end(e, f"call {i} {n}", detail=f"{tokens} {stop}")
-            case ModelFailed(call_index=i, attempt=n, error_type=kind):
-                self.end(e, f"call {i} {n}", detail=f"failed: {kind}", error=True)
-            case ToolCallStarted(tool_call_id=call, tool_name=name, arguments=args):
-                bar = {"kind": "tool", "label": name, "id": call, "arguments": args}
-                self.begin(e, f"tool {call}", bar)
-            case ToolCallFinished(tool_call_id=call, is_error=bad, content=content):
-                result = _clipped(content)
-                self.end(
-                    e, f"tool {call}", detail="error" if bad else "ok", error=bad, result=result
-                )
-            case ToolFailed(tool_call_id=call, error_type=kind):
-                self.end(e, f"tool {call}", detail=f"failed: {kind}", error=True)
-            case _:
-                return False
-        return True
+        Dispatched on the event type, attributes read directly: a ``match`` of class
+        patterns per event was 30% of a 100k-event waterfall.
+        """
+        handler = self._handlers.get(e.event_type)
+        if handler is not None:
+            handler(e, e.event)
 
-    def _runs(self, e: StoredEvent) -> None:
-        match e.event:
-            case RunStarted(phase=phase):
-                self.row(e)["phase"] = phase
-            case RunEnded(status=status):
-                r = self.row(e)
-                r["end_ms"], r["status"] = self.at(e.created_at), status
-                self.end(e, "cancel")
-            case ApprovalRequested(tool_call_id=call, tool_name=name):
-                bar = {"kind": "approval", "label": f"approval of {name}", "id": call}
-                self.begin(e, f"approval {call}", bar)
-            case ApprovalDecided(tool_call_id=call, decision=decision):
-                self.end(e, f"approval {call}", detail=decision)
-            case RunWaiting(reason=reason):
-                self.begin(e, "wait", {"kind": "wait", "label": f"waiting: {reason}"})
-            case RunResumed():
-                self.end(e, "wait")
-            case RunCancelling(reason=reason):
-                self.begin(e, "cancel", {"kind": "cancel", "label": f"cancelling: {reason}"})
+    def _model_requested(self, e: StoredEvent, ev: Any) -> None:
+        self.calls += 1
+        role = ev.role
+        r = self.row(e)
+        if role and role not in r["roles"]:
+            r["roles"].append(role)
+        bar = {
+            "kind": "compaction" if ev.phase == COMPACT_PHASE else "model",
+            "label": f"{role or '-'} → {ev.model}",
+            "call": self.calls,
+            "id": self.short(e.event_id),
+        }
+        self.begin(e, f"call {ev.call_index} {ev.attempt}", bar)
 
-    def doc(self, last: str | None) -> dict[str, Any]:
-        end = self.at(last) if last is not None else 0.0
+    def _model_responded(self, e: StoredEvent, ev: Any) -> None:
+        u = ev.usage
+        detail = f"{u.input_tokens}→{u.output_tokens} tokens {ev.stop_reason}"
+        self.end(e, f"call {ev.call_index} {ev.attempt}", detail=detail)
+
+    def _model_failed(self, e: StoredEvent, ev: Any) -> None:
+        detail = f"failed: {ev.error_type}"
+        self.end(e, f"call {ev.call_index} {ev.attempt}", detail=detail, error=True)
+
+    def _tool_started(self, e: StoredEvent, ev: Any) -> None:
+        bar = {"kind": "tool", "label": ev.tool_name, "id": ev.tool_call_id}
+        bar["arguments"] = ev.arguments
+        self.begin(e, f"tool {ev.tool_call_id}", bar)
+
+    def _tool_finished(self, e: StoredEvent, ev: Any) -> None:
+        bad = ev.is_error
+        result = _clipped(ev.content)
+        self.end(
+            e, f"tool {ev.tool_call_id}", detail="error" if bad else "ok", error=bad, result=result
+        )
+
+    def _tool_failed(self, e: StoredEvent, ev: Any) -> None:
+        self.end(e, f"tool {ev.tool_call_id}", detail=f"failed: {ev.error_type}", error=True)
+
+    def _run_started(self, e: StoredEvent, ev: Any) -> None:
+        self.row(e)["phase"] = ev.phase
+
+    def _run_ended(self, e: StoredEvent, ev: Any) -> None:
+        r = self.row(e)
+        r["end_ms"], r["status"] = self.at(e.created_at), ev.status
+        self.end(e, "cancel")
+
+    def _approval_requested(self, e: StoredEvent, ev: Any) -> None:
+        bar = {"kind": "approval", "label": f"approval of {ev.tool_name}", "id": ev.tool_call_id}
+        self.begin(e, f"approval {ev.tool_call_id}", bar)
+
+    def _approval_decided(self, e: StoredEvent, ev: Any) -> None:
+        self.end(e, f"approval {ev.tool_call_id}", detail=ev.decision)
+
+    def _run_waiting(self, e: StoredEvent, ev: Any) -> None:
+        self.begin(e, "wait", {"kind": "wait", "label": f"waiting: {ev.reason}"})
+
+    def _run_resumed(self, e: StoredEvent, ev: Any) -> None:
+        self.end(e, "wait")
+
+    def _run_cancelling(self, e: StoredEvent, ev: Any) -> None:
+        self.begin(e, "cancel", {"kind": "cancel", "label": f"cancelling: {ev.reason}"})
+
+    def doc(self, last: str) -> dict[str, Any]:
+        end = self.at(last)
         rows = [r for key, r in self.rows.items() if key]
         rows.sort(key=lambda r: r["start_ms"])
         return {
@@ -350,17 +386,23 @@ def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     """Return the waterfall: each run's row (``start_ms``/``end_ms`` from the session's
     first event, None while it runs) with its bars (``kind``: ``model``, ``compaction``,
     ``tool``, ``approval``, ``wait``, ``cancel``; ``end_ms`` None while open). A model
-    bar's ``call`` is the call's index in :func:`calls_doc`."""
-    fall = _Waterfall(sid)
-    last: str | None = None
-    for e in rt.store.iter_events(sid):
-        if last is None:
-            fall.at(e.created_at)
-        if last is None or e.created_at > last:
-            last = e.created_at  # ISO-8601 of one clock: the text orders as the time
-        if e.run_id is not None:
-            fall.add(e)
-    return fall.doc(last)
+    bar's ``call`` is the call's index in :func:`calls_doc`.
+
+    Reads only the events of :data:`WATERFALL_TYPES` (a 100k-event session's nodes, usage
+    and board events are never decoded), and the session's first and last event.
+    """
+    store = rt.store
+    first = store.read_events(sid, 0, 1)
+    if not first:
+        store.read_session(sid)  # an unknown session is refused here
+        return {"session_id": sid, "started_at": None, "duration_ms": 0, "calls": 0, "runs": []}
+    fall = _Waterfall(sid, first[0].created_at)
+    last = store.read_events(sid, store.count_events(sid) - 1, 1)
+    end = last[0].created_at if last else first[0].created_at
+    for e in store.read_events_of_types(sid, WATERFALL_TYPES):
+        end = max(end, e.created_at)  # ISO-8601 of one clock: the text orders as the time
+        fall.add(e)
+    return fall.doc(end)
 
 
 def call_view(rt: Runtime, sid: str, n: int) -> dict[str, Any] | None:

@@ -51,6 +51,9 @@ from eventlog.store import EventStore
 
 _T = TypeVar("_T")
 
+#: The event types of a model call.
+CALL_TYPES: Final = ("model_requested", "model_responded", "model_failed")
+
 #: The key of a rerun fork's ``session_created`` metadata naming the re-executed run
 #: (``actors.runtime.branching.RERUN_KEY``; a test keeps the two equal).
 RERUN_KEY: Final = "rerun"
@@ -128,17 +131,20 @@ def elapsed_ms(start: str, end: str) -> float | None:
 def pair_calls(events: Iterable[StoredEvent], run: str | None = None) -> list[RecordedCall]:
     """Return the model calls of ``events`` (a session's, in seq order), paired.
 
-    ``run``: only that run's calls and its workers' (a run id, full).
+    ``run``: only that run's calls and its workers' (a run id, full); a call's
+    :attr:`~RecordedCall.index` is its place among every call of ``events``.
     """
     open_calls: dict[tuple[str | None, int, int], int] = {}
     out: list[RecordedCall] = []
+    index = 0
     for e in events:
         ev = e.event
         if isinstance(ev, ModelRequested):
+            index += 1  # every call counts: a call keeps its number whatever is shown
             if run is not None and not _under(e.run_id, run):
                 continue
             open_calls[(e.run_id, ev.call_index, ev.attempt)] = len(out)
-            out.append(RecordedCall(index=len(out) + 1, requested=e))
+            out.append(RecordedCall(index=index, requested=e))
         elif isinstance(ev, ModelResponded | ModelFailed):
             at = open_calls.pop((e.run_id, ev.call_index, ev.attempt), None)
             if at is not None:
@@ -163,8 +169,9 @@ class CallLog:
         self._served_read = False
 
     def recorded(self, run: str | None = None) -> list[RecordedCall]:
-        """Return every call of the session (of ``run`` and its workers), paired."""
-        return pair_calls(self._store.iter_events(self._sid), run)
+        """Return every call of the session (of ``run`` and its workers), paired (reading
+        only the three event types of a call: a long session's nodes are not decoded)."""
+        return pair_calls(self._store.read_events_of_types(self._sid, CALL_TYPES), run)
 
     def call(self, rec: RecordedCall) -> ModelCall:
         """Return ``rec`` with its request rebuilt and its answer read."""

@@ -55,6 +55,9 @@ def test_calls_lists_every_call_with_its_agent_model_tokens_and_latency(demo: tu
     ]
     only = json.loads(invoke(where, "calls", sid, "--agent", "brain:r1/w2", "--json").out)
     assert {"brain:r1/w2"} == {r["agent"] for r in only["calls"]}
+    # A call keeps its number in a filtered list: `clew call N` names the same call.
+    run = json.loads(invoke(where, "calls", sid, "--run", "brain:r1/w1:r1", "--json").out)
+    assert [c.index for c in of_w1(calls)] == [r["index"] for r in run["calls"]]
 
 
 def test_calls_prices_each_call_from_a_price_list(demo: tuple, tmp_path: Path) -> None:

@@ -139,3 +139,16 @@ def test_a_session_on_postgresql_is_rebuilt_exactly(tmp_path: Path, pg_url: str)
         calls = rt.session(fork.session_id).model_calls()
         _exact(calls)
         assert all(c.served for c in calls)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_store_reads_the_events_of_a_few_types_as_a_filter_of_the_whole_log(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    with Runtime(tmp_path / "home", tmp_path, store=store) as rt:
+        sid = _demo(rt)
+        wanted = ("model_responded", "tool_call_started", "run_ended")
+        every = [e for e in rt.store.iter_events(sid) if e.event_type in wanted]
+        assert every == rt.store.read_events_of_types(sid, wanted)
+        assert [] == rt.store.read_events_of_types(sid, ())
