@@ -30,8 +30,7 @@ from actors.runtime.runtime import Runtime
 from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, TextBlock, ToolResultBlock
 from eventlog.ids import relative
 from eventlog.records import StoredEvent
-from projections.costs import Price, price_of
-from projections.usage import Totals
+from projections.costs import Price
 
 #: The wire formats ``clew call --as`` prints.
 WIRE_FORMATS: Final = ("openai", "anthropic")
@@ -49,18 +48,7 @@ def call_id(sid: str, call: ModelCall | RecordedCall) -> str:
 
 def cost_of(call: ModelCall, prices: Mapping[str, Price]) -> float | None:
     """Return what ``call`` cost at ``prices`` (None: its model has no price)."""
-    price = price_of(prices, call.model)
-    if price is None:
-        return None
-    u = call.usage
-    totals = Totals(
-        calls=1,
-        input_tokens=u.input_tokens,
-        output_tokens=u.output_tokens,
-        cache_read_tokens=u.cache_read_tokens,
-        cache_write_tokens=u.cache_write_tokens,
-    )
-    return round(price.cost(totals), 6)
+    return call.cost(prices)
 
 
 def call_row(sid: str, call: ModelCall, prices: Mapping[str, Price]) -> dict[str, Any]:

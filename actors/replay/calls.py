@@ -25,7 +25,7 @@ the parent's run recorded, and its reply is the one recorded there.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -48,6 +48,8 @@ from eventlog.events import (
 from eventlog.ids import main_run_id, stable_hash
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
+from projections.costs import Price, price_of
+from projections.usage import Totals
 
 _T = TypeVar("_T")
 
@@ -118,6 +120,22 @@ class ModelCall(msgspec.Struct, frozen=True, kw_only=True):
     latency_ms: float | None = None
     #: True: a rerun answered it from its parent's recording; False: the model did.
     served: bool = False
+
+    def cost(self, prices: Mapping[str, Price]) -> float | None:
+        """Return what the call cost at ``prices`` (``clew usage --prices``'s price list,
+        per million tokens); None when its model has no price there."""
+        price = price_of(prices, self.model)
+        if price is None:
+            return None
+        u = self.usage
+        totals = Totals(
+            calls=1,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+        )
+        return round(price.cost(totals), 6)
 
 
 def elapsed_ms(start: str, end: str) -> float | None:

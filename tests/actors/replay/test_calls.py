@@ -12,10 +12,12 @@ import pytest
 
 from actors import Runtime, ScriptedModel
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
+from actors.documents.calls import waterfall_doc
 from actors.models.protocol import request_hash
 from actors.replay.calls import RERUN_KEY, ModelCall, elapsed_ms
 from actors.runtime import branching
 from eventlog.events import ModelRequested, ModelResponded
+from projections.costs import Price
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "sessions"
 SUMMARY = "Summary: the user asked numbered questions; the lead answered each with 42."
@@ -49,6 +51,10 @@ def test_every_call_of_the_demo_is_rebuilt_exactly_with_its_reply_and_timing(
     assert list(range(1, len(calls) + 1)) == [c.index for c in calls]
     assert {"reference"} == {c.recorded_as for c in calls}
     assert "router" == calls[0].role
+    price = Price(input=1.0, output=2.0)
+    u = calls[0].usage
+    assert (u.input_tokens + 2 * u.output_tokens) / 1e6 == calls[0].cost({"demo": price})
+    assert calls[0].cost({}) is None
     for c in calls:
         reply = answered[(c.run_id, c.call_index)]
         assert isinstance(reply.event, ModelResponded)
@@ -112,8 +118,12 @@ def test_a_long_compacted_session_s_calls_are_exact(tmp_path: Path) -> None:
             )
             assert "completed" == out.status
         calls = s.model_calls()
+        fall = waterfall_doc(rt, s.id)
     _exact(calls)
     assert any(c.phase == "compact" for c in calls)
+    bars = [b for r in fall["runs"] for b in r["bars"]]
+    compactions = [c.index for c in calls if c.phase == "compact"]
+    assert compactions == [b["call"] for b in bars if b["kind"] == "compaction"]
     leads = [c for c in calls if c.role == "lead"]
     assert any(SUMMARY in str(c.request.messages) for c in leads)
 
