@@ -14,6 +14,7 @@ event once and rebuilds no request, so it stays fast on a long session (docs/ui.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final
@@ -237,7 +238,7 @@ class _Waterfall:
         self._t0 = _parsed(start)
         self.rows: dict[str, dict[str, Any]] = {}
         self.calls = 0
-        self._open: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        self._open: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._short: dict[str, str] = {}
         self._handlers: dict[str, Callable[[StoredEvent, Any], None]] = {
             kind: getattr(self, name) for kind, name in _HANDLERS.items()
@@ -270,20 +271,17 @@ class _Waterfall:
             }
         return found
 
-    def begin(self, e: StoredEvent, key: str, bar: dict[str, Any]) -> None:
+    def begin(self, e: StoredEvent, key: tuple[Any, ...], bar: dict[str, Any]) -> None:
         bar["start_ms"] = self.at(e.created_at)
         bar["end_ms"] = None
         self.row(e)["bars"].append(bar)
-        self._open[(e.run_id or "", key)] = (e.created_at, bar)
+        self._open[(e.run_id, *key)] = bar
 
-    def end(self, e: StoredEvent, key: str, **more: Any) -> dict[str, Any] | None:
-        found = self._open.pop((e.run_id or "", key), None)
-        if found is None:
-            return None
-        _, bar = found
-        bar["end_ms"] = self.at(e.created_at)
-        bar.update(more)
-        return bar
+    def end(self, e: StoredEvent, key: tuple[Any, ...], **more: Any) -> None:
+        bar = self._open.pop((e.run_id, *key), None)
+        if bar is not None:
+            bar["end_ms"] = self.at(e.created_at)
+            bar.update(more)
 
     def add(self, e: StoredEvent) -> None:
         """Start or end what ``e`` starts or ends: a call's bar, or a run's row or wait.
@@ -307,31 +305,31 @@ class _Waterfall:
             "call": self.calls,
             "id": self.short(e.event_id),
         }
-        self.begin(e, f"call {ev.call_index} {ev.attempt}", bar)
+        self.begin(e, ("call", ev.call_index, ev.attempt), bar)
 
     def _model_responded(self, e: StoredEvent, ev: Any) -> None:
         u = ev.usage
         detail = f"{u.input_tokens}→{u.output_tokens} tokens {ev.stop_reason}"
-        self.end(e, f"call {ev.call_index} {ev.attempt}", detail=detail)
+        self.end(e, ("call", ev.call_index, ev.attempt), detail=detail)
 
     def _model_failed(self, e: StoredEvent, ev: Any) -> None:
         detail = f"failed: {ev.error_type}"
-        self.end(e, f"call {ev.call_index} {ev.attempt}", detail=detail, error=True)
+        self.end(e, ("call", ev.call_index, ev.attempt), detail=detail, error=True)
 
     def _tool_started(self, e: StoredEvent, ev: Any) -> None:
         bar = {"kind": "tool", "label": ev.tool_name, "id": ev.tool_call_id}
         bar["arguments"] = ev.arguments
-        self.begin(e, f"tool {ev.tool_call_id}", bar)
+        self.begin(e, ("tool", ev.tool_call_id), bar)
 
     def _tool_finished(self, e: StoredEvent, ev: Any) -> None:
         bad = ev.is_error
         result = _clipped(ev.content)
         self.end(
-            e, f"tool {ev.tool_call_id}", detail="error" if bad else "ok", error=bad, result=result
+            e, ("tool", ev.tool_call_id), detail="error" if bad else "ok", error=bad, result=result
         )
 
     def _tool_failed(self, e: StoredEvent, ev: Any) -> None:
-        self.end(e, f"tool {ev.tool_call_id}", detail=f"failed: {ev.error_type}", error=True)
+        self.end(e, ("tool", ev.tool_call_id), detail=f"failed: {ev.error_type}", error=True)
 
     def _run_started(self, e: StoredEvent, ev: Any) -> None:
         self.row(e)["phase"] = ev.phase
@@ -339,23 +337,23 @@ class _Waterfall:
     def _run_ended(self, e: StoredEvent, ev: Any) -> None:
         r = self.row(e)
         r["end_ms"], r["status"] = self.at(e.created_at), ev.status
-        self.end(e, "cancel")
+        self.end(e, ("cancel",))
 
     def _approval_requested(self, e: StoredEvent, ev: Any) -> None:
         bar = {"kind": "approval", "label": f"approval of {ev.tool_name}", "id": ev.tool_call_id}
-        self.begin(e, f"approval {ev.tool_call_id}", bar)
+        self.begin(e, ("approval", ev.tool_call_id), bar)
 
     def _approval_decided(self, e: StoredEvent, ev: Any) -> None:
-        self.end(e, f"approval {ev.tool_call_id}", detail=ev.decision)
+        self.end(e, ("approval", ev.tool_call_id), detail=ev.decision)
 
     def _run_waiting(self, e: StoredEvent, ev: Any) -> None:
-        self.begin(e, "wait", {"kind": "wait", "label": f"waiting: {ev.reason}"})
+        self.begin(e, ("wait",), {"kind": "wait", "label": f"waiting: {ev.reason}"})
 
     def _run_resumed(self, e: StoredEvent, ev: Any) -> None:
-        self.end(e, "wait")
+        self.end(e, ("wait",))
 
     def _run_cancelling(self, e: StoredEvent, ev: Any) -> None:
-        self.begin(e, "cancel", {"kind": "cancel", "label": f"cancelling: {ev.reason}"})
+        self.begin(e, ("cancel",), {"kind": "cancel", "label": f"cancelling: {ev.reason}"})
 
     def doc(self, last: str) -> dict[str, Any]:
         end = self.at(last)
@@ -387,9 +385,18 @@ def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     fall = _Waterfall(sid, first[0].created_at)
     last = store.read_events(sid, store.count_events(sid) - 1, 1)
     end = last[0].created_at if last else first[0].created_at
-    for e in store.read_events_of_types(sid, WATERFALL_TYPES):
-        end = max(end, e.created_at)  # ISO-8601 of one clock: the text orders as the time
-        fall.add(e)
+    events = store.read_events_of_types(sid, WATERFALL_TYPES)
+    # The bars are ~10⁵ small dicts that form no cycle: the collector's passes over them
+    # (and over the events held) are pure cost.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for e in events:
+            end = max(end, e.created_at)  # ISO-8601 of one clock: the text orders as the time
+            fall.add(e)
+    finally:
+        if was_enabled:
+            gc.enable()
     return fall.doc(end)
 
 
