@@ -5,7 +5,8 @@ durations, a click showing what the model was sent, markup in a message shown as
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,15 +14,18 @@ from _ui_helpers import MARKUP, Home, markup_model
 from starlette.testclient import TestClient
 
 from actors import Runtime
+from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.documents.calls import waterfall_doc
 from actors.ui import UiServer
 from eventlog.events import (
     ModelRequested,
     ModelResponded,
+    RunEnded,
     RunStarted,
     ToolCallFinished,
     ToolCallStarted,
 )
+from eventlog.records import AppendRequest
 
 WAIT = 60_000
 
@@ -167,3 +171,72 @@ def test_markup_inside_a_message_is_shown_as_text(page: Any, marked: tuple[str, 
     assert MARKUP == page.locator("#call .response pre.text").inner_text()
     assert 0 == page.locator("#app script, #app img").count()
     assert page.evaluate("window.__clew_pwned") is None
+
+
+def _many_runs(rt: Runtime, runs: int, calls: int) -> str:
+    """A session of ``runs`` worker-less runs of ``calls`` model calls each, 1 ms apart."""
+    sid = rt.new_session().id
+    t0 = datetime.fromisoformat(rt.clock.now())
+    tick = iter(range(1, 10**9))
+    requests = []
+
+    def add(event: Any, run: str) -> None:
+        at = (t0 + timedelta(milliseconds=next(tick))).isoformat()
+        requests.append(
+            AppendRequest(
+                session_id=sid, event=event, created_at=at, agent_id=f"{sid}:brain", run_id=run
+            )
+        )
+
+    for r in range(1, runs + 1):
+        run = f"{sid}:brain:r{r}"
+        add(RunStarted(run_id=run, agent_id=f"{sid}:brain", phase="primary"), run)
+        for i in range(1, calls + 1):
+            add(ModelRequested(call_index=i, model="m", role="lead", request_hash="h"), run)
+            add(ModelResponded(call_index=i, model="m", content=[]), run)
+        add(RunEnded(run_id=run, status="completed", end_reason="completed"), run)
+    for f in [rt.writer.submit(q) for q in requests]:
+        f.get(timeout=120)
+    return sid
+
+
+def test_a_session_of_2000_calls_keeps_only_the_rows_in_view_in_the_page(
+    page: Any, tmp_path: Path
+) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = _many_runs(rt, runs=500, calls=4)
+        server = UiServer(rt, port=0).start()
+        try:
+            page.goto(f"{server.url}#/s/{sid}")
+            page.wait_for_selector("#waterfall .wf-bar.k-model")
+            assert "500 runs · 2,000 model calls" in page.locator("#wf-line").inner_text()
+            shown = page.locator("#waterfall .wf-row").count()
+            assert 0 < shown < 60
+            page.locator("#waterfall").evaluate("w => { w.scrollTop = w.scrollHeight; }")
+            page.wait_for_selector('#waterfall .wf-row[data-run="brain:r500"]')
+            assert 0 == page.locator('#waterfall .wf-row[data-run="brain:r1"]').count()
+            page.locator('#waterfall .wf-row[data-run="brain:r500"] .wf-bar').last.click()
+            page.wait_for_selector("#call h3")
+            assert "call 2000" in page.locator("#call h3").inner_text()
+        finally:
+            server.stop()
+
+
+def test_a_live_run_extends_the_waterfall_as_it_goes(page: Any, tmp_path: Path) -> None:
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = rt.new_session().id
+        server = UiServer(rt, port=0).start()
+        try:
+            page.goto(f"{server.url}#/s/{sid}")
+            page.wait_for_selector("#conn.on")
+            assert 0 == page.locator("#waterfall .wf-row").count()
+            handle = rt.start(
+                sid, DEMO_PROMPT, model=demo_model(3, delay_ms=50), tools=demo_tools(tmp_path)
+            )
+            page.wait_for_selector('#waterfall .wf-row[data-run="brain:r1/w1:r1"]')
+            assert "completed" == handle.result().status
+            page.wait_for_selector('#waterfall .wf-bar.k-model[data-call="9"]')
+            page.wait_for_selector('#waterfall .wf-row[data-run="brain:r1/review:r1"]')
+            assert 9 == page.locator("#waterfall .wf-bar.k-model").count()
+        finally:
+            server.stop()
