@@ -1,9 +1,9 @@
 """``clew calls`` and ``clew call``: what each model call of a session was sent and answered.
 
-``clew calls SESSION`` lists the calls, one line each; ``clew call SESSION CALL`` shows one
-whole — the system prompt, every message with its blocks, the tool specs by name
-(``--tools``: in full), the reply, usage, cost and latency — rebuilt from the recording
-(:mod:`actors.replay.calls`), paged on a terminal. ``--json`` prints the document,
+``clew calls SESSION`` lists the calls, one line each; ``clew call SESSION [CALL]`` shows
+one whole (default: the last) — the system prompt, every message with its blocks, the tool
+specs by name (``--tools``: in full), the reply, usage, cost and latency — rebuilt from the
+recording (:mod:`actors.replay.calls`), paged on a terminal. ``--json`` prints the document,
 ``--as openai|anthropic`` the request as that provider's request body (ready for ``curl``),
 ``--diff`` what changed since the same agent's previous call.
 
@@ -195,8 +195,10 @@ def call(
     session: SessionArg,
     which: Annotated[
         str,
-        typer.Argument(metavar="CALL", help="N (see clew calls), last, AGENT:N, or an id prefix"),
-    ],
+        typer.Argument(
+            metavar="[CALL]", help="N (see clew calls), last (the default), AGENT:N, an id prefix"
+        ),
+    ] = ids.LAST,
     tools: Annotated[bool, typer.Option("--tools", help="print the tool specs in full")] = False,
     diff: Annotated[
         bool, typer.Option("--diff", help="what changed since the agent's previous call")
