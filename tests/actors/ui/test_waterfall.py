@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _ui_helpers import MARKUP, Home, markup_model
+from _ui_helpers import MARKUP, Home, markup_model, pay_model, pay_tools, waiting_session
 from starlette.testclient import TestClient
 
 from actors import Runtime
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.documents.calls import waterfall_doc
+from actors.orchestration.approvals import Approve
 from actors.ui import UiServer
 from eventlog.events import (
     ModelRequested,
@@ -240,3 +241,19 @@ def test_a_live_run_extends_the_waterfall_as_it_goes(page: Any, tmp_path: Path) 
             assert 9 == page.locator("#waterfall .wf-bar.k-model").count()
         finally:
             server.stop()
+
+
+def test_an_approval_and_the_run_s_wait_are_bars_of_their_own(tmp_path: Path) -> None:
+    paid: list[int] = []
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = waiting_session(rt, paid)
+        s = rt.session(sid)
+        (pending,) = s.pending()
+        s.decide(pending.tool_call_id, Approve())
+        s.resume_waiting(model=pay_model(), tools=pay_tools(paid))
+        doc = waterfall_doc(rt, sid)
+    bars = {(b["kind"], b.get("detail")) for r in doc["runs"] for b in r["bars"]}
+    assert ("approval", "approve") in bars
+    waits = [b for r in doc["runs"] for b in r["bars"] if b["kind"] == "wait"]
+    assert waits and all(b["end_ms"] is not None for b in waits)
+    assert [42] == paid
