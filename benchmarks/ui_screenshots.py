@@ -4,8 +4,9 @@ Run from the checkout: ``PYTHONPATH=. python benchmarks/ui_screenshots.py`` (nee
 ``clew[ui]``, Playwright and Debian's ``/usr/bin/chromium``). It records the demo (three
 workers, one depending on another) and a session waiting for an approval in a scratch
 home, serves them, and saves the sessions list, the demo's session page and the
-approval panel. Not a benchmark: it lives here with the other scripts that drive the
-tree from outside.
+approval panel; and the waterfall of a demo whose model calls take 40 ms, with one call
+opened (``… ui_screenshots.py waterfall`` makes that one only). Not a benchmark: it lives
+here with the other scripts that drive the tree from outside.
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ from actors.ui import UiServer  # noqa: E402
 OUT = ROOT / "docs" / "img"
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, Runtime(Path(tmp) / "home", tmp) as rt:
-        demo = demo_session(rt)
-        waiting = waiting_session(rt, [])
+        slow = demo_session(rt, delay_ms=40)
+        demo = demo_session(rt) if not only else ""
+        waiting = waiting_session(rt, []) if not only else ""
         server = UiServer(rt, port=0).start()
         try:
-            shoot(server.url, demo, waiting)
+            if not only:
+                shoot(server.url, demo, waiting)
+            shoot_waterfall(server.url, slow)
         finally:
             server.stop()
     print(f"saved {', '.join(sorted(p.name for p in OUT.glob('ui-*.png')))} in {OUT}")
@@ -65,5 +69,18 @@ def shoot(url: str, demo: str, waiting: str) -> None:
         browser.close()
 
 
+def shoot_waterfall(url: str, demo: str) -> None:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(f"{url}#/s/{demo}")
+        page.wait_for_selector("#waterfall .wf-bar.k-model")
+        page.locator('#waterfall .wf-bar.k-model[data-call="3"]').click()
+        page.wait_for_selector("#call .last-user")
+        page.locator("#waterfall-panel").scroll_into_view_if_needed()
+        page.locator("#waterfall-panel").screenshot(path=OUT / "ui-waterfall.png")
+        browser.close()
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -110,6 +110,13 @@ class EventStore(Protocol):
         (``content_stored``: the texts requests recorded by reference refer to)."""
         ...
 
+    def read_events_of_types(
+        self, session_id: str, event_types: Sequence[str]
+    ) -> list[StoredEvent]:
+        """Return the session's events of ``event_types``, in seq order (a read model that
+        needs a few types skips decoding the rest; the hash chain is not followed)."""
+        ...
+
     def count_events(self, session_id: str) -> int:
         """Return the number of events of the session."""
         ...

@@ -215,6 +215,16 @@ COMMANDS: tuple[Command, ...] = (
         " would be paid again and which side effects would not run again. Exit 1 if a"
         " session failed again.",
     ),
+    Command(
+        "calls",
+        "calls_command",
+        "List the session's model calls: who asked, the model, tokens, latency, cost.",
+    ),
+    Command(
+        "call",
+        "calls_command",
+        "Show one model call whole: the request as sent, the reply, usage, cost, latency.",
+    ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 

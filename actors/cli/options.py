@@ -43,6 +43,8 @@ READ_COMMANDS: Final = frozenset(
         "tail",
         "pending",
         "usage",
+        "calls",
+        "call",
     }
 )
 

@@ -3,10 +3,11 @@
 Each row says what a person looks for in it — the role and model of a model call, its
 tokens and how long it took, the tool a call ran and its duration, the node appended,
 the status a run ended with — instead of an opaque ``call_17e6cfd497_0``: the summary
-``clew tail`` prints (:mod:`actors.documents.summaries`), plus what needs the rows before. Durations
-are differences of recorded timestamps (a request and its reply, a tool call's start
-and end, a run's start and end), so a replayed session shows the same ones. They
-need the start: a row whose start lies before ``--since`` shows none.
+``clew tail`` prints (:mod:`actors.documents.summaries`), plus what needs the rows before
+(an approval's decision names the tool and arguments it decides). Durations are
+differences of recorded timestamps (a request and its reply, a tool call's start and end,
+an approval's request and decision, a run's start and end), so a replayed session shows
+the same ones. They need the start: a row whose start lies before ``--since`` shows none.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, NamedTuple
 
-from actors.documents.summaries import summarise
+from actors.documents.summaries import approval_text, summarise
 from eventlog.events import (
     EVENT_TYPES,
+    ApprovalDecided,
+    ApprovalRequested,
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -78,6 +81,8 @@ class Describer:
         #: (run, call_index, attempt) → (role, requested at)
         self._calls: dict[tuple[str | None, int, int], tuple[str, str]] = {}
         self._tools: dict[str, str] = {}
+        #: tool call id → (what the approval asks for, requested at)
+        self._approvals: dict[str, tuple[str, str]] = {}
         self._runs: dict[str, str] = {}
         self._short: dict[str | None, str] = {}
 
@@ -109,6 +114,11 @@ class Describer:
                 self._tools[call] = at
             case ToolCallFinished(tool_call_id=call) | ToolFailed(tool_call_id=call):
                 return f"{summarise(self.sid, event)}{_ms(self._tools.pop(call, None), at)}"
+            case ApprovalRequested(tool_call_id=call):
+                self._approvals[call] = (approval_text(event), at)
+            case ApprovalDecided(tool_call_id=call):
+                asked, since = self._approvals.pop(call, (call, None))
+                return f"{asked} ← {summarise(self.sid, event)}{_ms(since, at)}"
             case RunStarted(run_id=run):
                 self._runs[run] = at
             case RunEnded(run_id=run):

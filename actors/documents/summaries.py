@@ -16,11 +16,16 @@ from eventlog.events import (
     ActiveNodeSwitched,
     AgentCreated,
     AgentStatusChanged,
+    ApprovalDecided,
+    ApprovalRequested,
     ArtifactCreated,
+    ClarificationAnswered,
     ClarificationRequested,
+    ContentStored,
     Event,
     FixIteration,
     HandoffSent,
+    HookDecided,
     InDoubtResolved,
     ModelFailed,
     ModelRequested,
@@ -28,8 +33,11 @@ from eventlog.events import (
     NodeAppended,
     PlanRejected,
     ResumedPastDivergence,
+    RunCancelling,
     RunEnded,
+    RunResumed,
     RunStarted,
+    RunWaiting,
     SessionCreated,
     TodoPlanned,
     TodoUpdated,
@@ -67,6 +75,8 @@ def summarise(sid: str, event: Event) -> str:
         text = _calls(event)
     if text is None:
         text = _orchestration(sid, event)
+    if text is None:
+        text = _waits(sid, event)
     if text is None:
         text = _checkpoints(event)
     return clip(text or "", SUMMARY)
@@ -142,6 +152,48 @@ def _orchestration(sid: str, event: Event) -> str | None:
             text = question
         case FixIteration(iteration=n, trigger=trigger):
             text = f"iteration {n}: {trigger}"
+    return text
+
+
+#: Who decided an approval recorded as ``approval_decided``: a person, through ``clew
+#: decide``, the inspector or ``Session.decide`` (a hook's verdict is a ``hook_decided``).
+BY_A_PERSON = "by a person"
+
+
+def decision_text(decision: str, reason: str, arguments: dict[str, Any] | None, by: str) -> str:
+    """Return how an approval was decided: ``approve by a person``, ``deny by the
+    before_tool hook: too much``, ``edit by a person → {"amount":40}``."""
+    why = f": {reason}" if reason else ""
+    edited = f" → {_args(arguments)}" if arguments is not None else ""
+    return f"{decision} {by}{why}{edited}"
+
+
+def approval_text(event: ApprovalRequested) -> str:
+    """Return what an approval asks for: ``pay {"amount":42} [payer]``."""
+    return f"{event.tool_name} {_args(event.arguments)} [{event.role or '-'}]"
+
+
+def _waits(sid: str, event: Event) -> str | None:
+    """Waiting for a person, hooks, cancellations, stored texts."""
+    text: str | None = None
+    match event:
+        case ApprovalRequested(reason=reason):
+            text = f"{approval_text(event)}{': ' + reason if reason else ''}"
+        case ApprovalDecided(decision=decision, reason=reason, arguments=arguments):
+            text = decision_text(decision, reason, arguments, BY_A_PERSON)
+        case RunWaiting(reason=reason, pending=pending, question=question):
+            what = f"{len(pending)} pending" if reason == "approval" else question
+            text = f"{reason}: {what}"
+        case RunResumed(run_id=run_id):
+            text = short(sid, run_id)
+        case ClarificationAnswered(answer=answer):
+            text = answer
+        case HookDecided(hook=hook, decision=decision, reason=reason, arguments=arguments):
+            text = decision_text(decision, reason, arguments, f"by the {hook} hook")
+        case RunCancelling(reason=reason, source=source, during=during, scope=scope):
+            text = f"{scope} by {source}{' during ' + during if during else ''}: {reason}"
+        case ContentStored(kind=kind, content_hash=digest, text=stored):
+            text = f"{kind} {digest[:12]} ({len(stored)} characters)"
     return text
 
 

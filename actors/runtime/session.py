@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from actors.orchestration.main_run import RunOutcome
     from actors.orchestration.team import Team
     from actors.recording.inputs import RunSettings
+    from actors.replay.calls import ModelCall
     from actors.replay.report import ReplayReport
     from actors.runtime.branching import RerunReport
     from actors.runtime.recovery import CancelReport, ResumePlan
@@ -362,6 +363,16 @@ class Session:
                           instructions=instructions or {}, prompt=prompt)  # fmt: skip
         return branching.rerun(self._engine, self.id, run=run, changes=changes,
                                model=model, tools=tools, title=title)  # fmt: skip
+
+    def model_calls(self, run: str | None = None) -> list[ModelCall]:
+        """Return the session's model calls in order (of ``run`` and its workers: a run id,
+        full), each with the request as sent rebuilt from the recording, the reply, usage,
+        latency, and whether its rebuilt request hashes to the recorded one
+        (:mod:`actors.replay.calls`).
+        """
+        from actors.replay.calls import model_calls
+
+        return model_calls(self._engine.store, validate_session_id(self.id), run)
 
     def switch_node(self, node_id: str) -> str | None:
         """Move the session's active node to ``node_id``; return the previous one.

@@ -28,6 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from actors.documents.calls import call_view, waterfall_doc
 from actors.documents.sessions import session_doc, sessions_doc
 from actors.documents.tasks import dag_doc
 from actors.documents.timeline import timeline_doc
@@ -57,6 +58,8 @@ ROUTES: Final = (
     ("GET", f"{SESSION}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
     ("GET", f"{SESSION}/dag", "the task DAG of each Task WAL, with statuses"),
     ("GET", f"{SESSION}/usage", "tokens by model, role and phase"),
+    ("GET", f"{SESSION}/waterfall", "every run on one time axis: model, tool, approval bars"),
+    ("GET", f"{SESSION}/call", "one model call whole (?n=N): request as sent, reply, diff"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
     ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
     ("POST", f"{SESSION}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
@@ -150,6 +153,16 @@ class Inspector:
 
     async def usage(self, request: Request) -> Response:
         return await self._read(request, tokens_doc, self.usage_cache)
+
+    async def waterfall(self, request: Request) -> Response:
+        return await self._read(request, waterfall_doc)
+
+    async def call(self, request: Request) -> Response:
+        try:
+            n = _int(request, "n", 0)
+        except Refused as e:
+            return _error(400, str(e))
+        return await self._read(request, call_view, n)
 
     async def excerpts(self, request: Request) -> Response:
         ids = request.query_params.get("ids", "").split(",")
@@ -266,6 +279,8 @@ def create_app(
         Route(f"{s}/timeline", ui.timeline),
         Route(f"{s}/dag", ui.dag),
         Route(f"{s}/usage", ui.usage),
+        Route(f"{s}/waterfall", ui.waterfall),
+        Route(f"{s}/call", ui.call),
         Route(f"{s}/stream", ui.session_stream),
         *(
             Route(f"{s}/{name}", ui.action(fn), methods=["POST"])

@@ -205,6 +205,15 @@ class PostgresReads(GlobalTableReads):
             (sid, run_id, run_id + "/", run_id + "0"),
         )
 
+    def read_events_of_types(
+        self, session_id: str, event_types: Sequence[str]
+    ) -> list[StoredEvent]:
+        """Return the session's events of ``event_types``, in seq order."""
+        sid = self._require(session_id)
+        if not event_types:
+            return []
+        return self._events("session_id = %s AND event_type = ANY(%s)", (sid, list(event_types)))
+
     def read_session_events(self, session_id: str, event_type: str) -> list[StoredEvent]:
         """Return the session-level events (no run) of ``event_type``, in seq order."""
         sid = self._require(session_id)

@@ -4,6 +4,7 @@ import { dagSvg, legend, usageChart } from "./charts.js";
 import { ago, api, badge, clear, fill, debounce, fmt, h, post, showError } from "./dom.js";
 import { Timeline } from "./timeline.js";
 import { TreeView } from "./tree.js";
+import { Waterfall } from "./waterfall.js";
 
 function section(id, title, ...children) {
   return h("section", { id, class: "panel" }, h("h2", {}, title), ...children);
@@ -22,12 +23,14 @@ export class SessionPage {
     this.usageBox = h("div", { id: "usage" });
     this.replayBox = h("div", { id: "replay" });
     const tl = h("div");
+    const wf = h("div");
     fill(root, 
       h("p", {}, h("a", { href: "#/" }, "◂ sessions")),
       this.head,
       this.note,
       this.waits,
       section("tree-panel", "Node tree", h("div", { class: "split" }, treeBox, this.nodeBox)),
+      section("waterfall-panel", "Waterfall", wf),
       section("timeline-panel", "Timeline", tl),
       section("dag-panel", "Task DAG", this.dagBox),
       section("usage-panel", "Token usage", this.usageBox),
@@ -39,6 +42,7 @@ export class SessionPage {
       async (ids) => (await api(`${this.base}/excerpts`, { ids: ids.join(",") })).excerpts,
     );
     this.timeline = new Timeline(tl, sid);
+    this.waterfall = new Waterfall(wf, this.base, (b, n) => this.block(b, n));
     this.refresh = debounce(() => this.reload(), 300);
     this.start(setLive);
   }
@@ -57,7 +61,7 @@ export class SessionPage {
       return;
     }
     this.timeline.facets(doc);
-    await Promise.all([this.loadDag(), this.loadUsage()]);
+    await Promise.all([this.loadDag(), this.loadUsage(), this.loadWaterfall()]);
     this.stream = new EventSource(`${this.base}/stream?after=${doc.last_seq}`);
     this.stream.addEventListener("events", () => {
       this.refresh();
@@ -80,7 +84,7 @@ export class SessionPage {
     try {
       const doc = await this.loadHead();
       this.timeline.facets(doc);
-      await Promise.all([this.loadTree(), this.loadDag(), this.loadUsage()]);
+      await Promise.all([this.loadTree(), this.loadDag(), this.loadUsage(), this.loadWaterfall()]);
     } catch (e) {
       this.say(e.message);
     } finally {
@@ -267,6 +271,10 @@ export class SessionPage {
       if (!g.available) this.dagBox.append(h("p", { class: "error" }, `unavailable: ${g.error}`));
       else this.dagBox.append(h("div", { class: "scroll-x" }, dagSvg(g.tasks)));
     }
+  }
+
+  async loadWaterfall() {
+    this.waterfall.load(await api(`${this.base}/waterfall`));
   }
 
   async loadUsage() {
