@@ -25,7 +25,7 @@ from actors.runtime import status, upkeep
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator, QueuedRun, RunSpec
 from actors.runtime.engine import Engine
 from actors.runtime.faults import FaultPlan
-from actors.runtime.serving import Recipes, Server, ServeReport
+from actors.runtime.serving import Recipes, Server, ServeReport, check_submitted
 from actors.runtime.session import Session
 from actors.runtime.start import check_prompt, create_session
 from actors.runtime.status import SessionInfo
@@ -321,17 +321,22 @@ class Runtime:
         tools: str | None = None,
         team: str | None = None,
         session: str | None = None,
+        recipes: Recipes | None = None,
     ) -> QueuedRun:
         """Enqueue a run durably for a serving process (``clew serve``); return its row.
 
         ``model``/``tools``/``team`` are recipe *names* the serving app registers
-        (:class:`~actors.runtime.serving.Recipes`; ``demo`` is built in); they are
-        recorded with the run, so whichever process resumes it builds the same.
+        (:class:`~actors.runtime.serving.Recipes`; ``demo`` and the model specs
+        ``scripted:PATH``, ``openai:<model>``, ``anthropic:<model>`` are built in); they
+        are recorded with the run, so whichever process resumes it builds the same. A
+        name no recipe source knows is refused now (``recipes``: the app's, to check its
+        names too; see :func:`~actors.runtime.serving.check_submitted`).
         ``session``: run in that session (after the runs queued before it); None: a
         new session.
 
         Raises:
-            UsageError: an empty prompt.
+            UsageError: an empty prompt, a recipe name no recipe source knows, a
+                ``scripted:`` script that cannot be read.
             InvalidSessionId, UnknownSession: a bad or unknown ``session``.
         """
         check_prompt(prompt)
@@ -341,6 +346,7 @@ class Runtime:
             session = validate_session_id(session)
             self.store.read_session(session)
         spec = RunSpec(prompt=prompt, session_id=session, model=model, tools=tools, team=team)
+        check_submitted(spec, self._engine.project_dir, recipes)
         return self.coordinator().submit(spec)
 
     def queue(self, limit: int = 100) -> list[QueuedRun]:
