@@ -120,6 +120,14 @@ def fork(
     print_result(doc, text, as_json=as_json)
 
 
+RerunTeam = Annotated[
+    str | None,
+    typer.Option(
+        "--team", metavar="FILE", help="the run's team file: a typed team's output models"
+    ),
+]
+
+
 @app.command()
 def rerun(
     session: SessionArg,
@@ -143,14 +151,7 @@ def rerun(
     ] = None,
     base_url: BaseUrl = None,
     title: Annotated[str | None, typer.Option("--title", help="the fork's title")] = None,
-    team_file: Annotated[
-        str | None,
-        typer.Option(
-            "--team",
-            metavar="FILE",
-            help="the run's team file: the output models of a team with typed output",
-        ),
-    ] = None,
+    team_file: RerunTeam = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
