@@ -21,6 +21,7 @@ import typer
 import typer.core
 import typer.main
 
+from actors.cli.help_layout import ClewGroup, help_order, placed
 from actors.cli.logs import LogFormatOption, LogLevelOption, configure_logging
 from actors.cli.options import BEFORE_COMMAND, Home, Project
 
@@ -55,9 +56,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "copy",
         "copy_command",
-        "Copy sessions exactly between stores (a clew home or a postgresql:// URL):"
-        " events with their seq and hash chain, artifacts and Task WALs. A session"
-        " already on the target is skipped if identical and refused (exit 2) if not.",
+        "Copy sessions exactly between stores: a clew home or a postgresql:// URL.",
     ),
     Command(
         "delete",
@@ -107,9 +106,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "cancel",
         "live_commands",
-        "Cancel the session's run: the process running it stops within a second and"
-        " records it as cancelled; a run left interrupted by a crash is recorded as"
-        " cancelled at once.",
+        "Cancel the session's run: it stops within a second, recorded as cancelled.",
     ),
     Command(
         "sessions",
@@ -229,22 +226,23 @@ COMMANDS: tuple[Command, ...] = (
 _BY_NAME = {command.name: command for command in COMMANDS}
 
 
-class _LazyGroup(typer.core.TyperGroup):
-    """The ``clew`` group: imports a command's module when the command is asked for."""
+class _LazyGroup(ClewGroup):
+    """The ``clew`` group: imports a command's module when the command is asked for; its
+    help groups the commands (:class:`~actors.cli.help_layout.ClewGroup`)."""
 
     #: True while the help page is written: it shows each command's line from the table.
     _listing = False
 
     def list_commands(self, ctx: Context) -> list[str]:
-        return [*_BY_NAME, *(name for name in self.commands if name not in _BY_NAME)]
+        return help_order([*_BY_NAME, *(name for name in self.commands if name not in _BY_NAME)])
 
     def get_command(self, ctx: Context, cmd_name: str) -> ClickCommand | None:
         loaded = self.commands.get(cmd_name)
         command = _BY_NAME.get(cmd_name)
         if loaded is not None or command is None:
-            return loaded
+            return placed(loaded, cmd_name, ctx)
         if self._listing:  # the help page needs the name and the line, not the command
-            return typer.core.TyperCommand(cmd_name, help=command.help)
+            return placed(typer.core.TyperCommand(cmd_name, help=command.help), cmd_name, ctx)
         importlib.import_module(f"actors.cli.{command.module}")
         for info in app.registered_commands:
             if info.callback is not None and cmd_name == (
@@ -255,7 +253,7 @@ class _LazyGroup(typer.core.TyperGroup):
                     pretty_exceptions_short=app.pretty_exceptions_short,
                     rich_markup_mode=app.rich_markup_mode,
                 )
-                return self.commands[cmd_name]
+                return placed(self.commands[cmd_name], cmd_name, ctx)
         raise LookupError(f"actors.cli.{command.module} registers no command {cmd_name!r}")
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
@@ -283,7 +281,7 @@ def _print_version(value: bool) -> None:
 
 app = typer.Typer(
     name="clew",
-    cls=_LazyGroup,
+    cls=_LazyGroup,  # lazy, and grouped in --help (actors/cli/help_layout.py)
     help="clew: an event-sourced actor runtime for LLM agent sessions.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (docs/cli.md)
@@ -292,8 +290,22 @@ app = typer.Typer(
 )
 
 
+def _json_before_command(ctx: typer.Context) -> None:
+    """Let ``clew --json CMD`` mean ``clew CMD --json`` (as ``--home`` may come first):
+    the command's ``--json`` defaults to on; a command without ``--json`` refuses it."""
+    name = ctx.invoked_subcommand
+    get_command = getattr(ctx.command, "get_command", None)  # typer's group: no click.Group
+    command = get_command(ctx, name) if name and get_command is not None else None
+    if name is None or command is None:
+        return
+    if not any(p.name == "as_json" for p in command.params):
+        raise typer.BadParameter(f"clew {name} has no --json", ctx)
+    ctx.default_map = {**(ctx.default_map or {}), name: {"as_json": True}}
+
+
 @app.callback()
 def _root(
+    ctx: typer.Context,
     home: Home = None,
     project: Project = None,
     _store: Annotated[
@@ -307,6 +319,9 @@ def _root(
     ] = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="the command prints one JSON document (as its --json)")
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -316,9 +331,11 @@ def _root(
 ) -> None:
     """clew: an event-sourced actor runtime for LLM agent sessions.
 
-    --home and --project work before the command or after it; --log-level and
+    --home, --project and --json work before the command or after it; --log-level and
     --log-format before it.
     """
     BEFORE_COMMAND.update(home=home, project=project)
+    if as_json:
+        _json_before_command(ctx)
     # Here, before the command, not in main(): --version and --help never configure it.
     configure_logging(level=log_level, fmt=log_format)

@@ -66,8 +66,10 @@ def every_session(rt: Runtime | None, where: Where, what: str, *, allow_empty: b
     """
     ids = [] if rt is None else [r.session_id for r in rt.store.list_sessions()]
     if not ids and not allow_empty:
+        store = "the store" if where.store is not None else f"the clew home {where.home}"
+        flag = "--store" if where.store is not None else "--home"
         raise UsageError(
-            f"no sessions in the clew home {where.home}: nothing to {what} (is --home right?"
+            f"no sessions in {store}: nothing to {what} (is {flag} right?"
             " --allow-empty accepts an empty home)"
         )
     return ids

@@ -13,7 +13,8 @@ from actors.cli.options import Json, Project
 from actors.cli.output import clipped, print_json
 from actors.errors import UsageError
 from actors.runtime.upkeep import copy_sessions
-from eventlog.locations import is_postgres_url
+from eventlog.errors import StoreError
+from eventlog.locations import is_postgres_url, open_store
 
 
 def _location(value: str, flag: str) -> str:
@@ -24,6 +25,21 @@ def _location(value: str, flag: str) -> str:
     if path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {clipped(path)} is not a clew home directory or a URL")
     return str(path)
+
+
+def _check_opens(location: str, flag: str, *, read_only: bool) -> None:
+    """Refuse (exit 2, as every command refuses a store it cannot open) a store that
+    cannot be opened as the copy needs it: a PostgreSQL role without the right to create
+    or write clew's tables, a home that is not writable. A failure while copying is
+    still exit 1.
+
+    Raises:
+        UsageError: naming the flag and the store's own reason (its password hidden).
+    """
+    try:
+        open_store(location, read_only=read_only).close()
+    except StoreError as e:
+        raise UsageError(f"{flag}: {e}; nothing was copied") from e
 
 
 @app.command()
@@ -41,9 +57,10 @@ def copy(
     project: Project = None,
     as_json: Json = False,
 ) -> None:
-    """Copy sessions exactly between stores (a clew home or a postgresql:// URL): events
-    with their seq and hash chain, artifacts and Task WALs. A session already on the
-    target is skipped if identical and refused (exit 2) if not."""
+    """Copy sessions exactly between stores: a clew home or a postgresql:// URL.
+
+    Events keep their seq and hash chain; artifacts and Task WALs come along. A session
+    already on the target is skipped if identical and refused (exit 2) if not."""
     if not source or not target:
         raise UsageError("clew copy needs --from HOME_OR_URL and --to HOME_OR_URL")
     src, dst = _location(source, "--from"), _location(target, "--to")
@@ -52,6 +69,8 @@ def copy(
     if not is_postgres_url(src) and not (Path(src) / "sessions.sqlite").exists():
         raise UsageError(f"--from {clipped(src)} holds no clew store")
     project_dir = Path(project).expanduser() if project else Path.cwd()
+    _check_opens(src, "--from", read_only=True)
+    _check_opens(dst, "--to", read_only=False)
     results = copy_sessions(src, dst, sessions or [], project_dir)
     if as_json:
         print_json({"sessions": [msgspec.to_builtins(r) for r in results]})

@@ -32,7 +32,7 @@ from actors.cli.options import (
     where_from,
 )
 from actors.cli.output import clipped, exit_with, print_json, print_result
-from actors.cli.recipes import build_model, models_for_resume
+from actors.cli.recipes import build_model, models_for_resume, team_from_file
 from actors.cli.usage_command import load_prices
 from actors.errors import UsageError
 from actors.models.protocol import Model
@@ -120,6 +120,14 @@ def fork(
     print_result(doc, text, as_json=as_json)
 
 
+RerunTeam = Annotated[
+    str | None,
+    typer.Option(
+        "--team", metavar="FILE", help="the run's team file: a typed team's output models"
+    ),
+]
+
+
 @app.command()
 def rerun(
     session: SessionArg,
@@ -143,6 +151,7 @@ def rerun(
     ] = None,
     base_url: BaseUrl = None,
     title: Annotated[str | None, typer.Option("--title", help="the fork's title")] = None,
+    team_file: RerunTeam = None,
     home: Home = None,
     project: Project = None,
     as_json: Json = False,
@@ -160,7 +169,9 @@ def rerun(
     with open_session(where, session) as (rt, row):
         sid = row.session_id
         run_id = ids.resolve_run(rt.store, sid, run) if run is not None else None
+        edits = {ids.resolve_call(rt.store, sid, call): out for call, out in edits.items()}
         chain, tools = _recipe(rt, row, base_url)
+        team = team_from_file(team_file, tools or [], base_url) if team_file else None
         report = rt.rerun(
             sid,
             run=run_id,
@@ -171,6 +182,7 @@ def rerun(
             model=chain,
             tools=tools,
             title=title,
+            team=team,
         )
     _print_rerun(report, as_json)
     exit_with(0 if report.outcome.status in ("completed", "needs_clarification", "waiting") else 1)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
+from actors.cli import ids
 from actors.cli.app import app
 from actors.cli.options import (
     Home,
@@ -22,12 +23,16 @@ from actors.cli.options import (
     where_from,
 )
 from actors.cli.output import print_json, print_result
+from actors.cli.recipes import resume_line
 from actors.errors import UsageError
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit
 from actors.runtime.runtime import Runtime
 from actors.runtime.waiting import WaitState
 
-CallArg = Annotated[str, typer.Argument(metavar="CALL", help="the tool call id (clew pending)")]
+CallArg = Annotated[
+    str,
+    typer.Argument(metavar="CALL", help="the tool call id or a unique prefix (clew pending)"),
+]
 
 
 def _state_json(state: WaitState) -> dict[str, Any]:
@@ -68,17 +73,30 @@ def pending(
             print(f"  everything is decided: clew resume {s.session_id}")
 
 
+#: What ``approve`` / ``deny`` print a decision as.
+_DONE = {Approve: "approved", Edit: "edited", Deny: "denied"}
+
+
 def _decide(
     session: str, call: str, decision: Decision, home: str | None, project: str | None, js: bool
 ) -> None:
     with session_from(home, project, session) as (rt, row):
         sid = row.session_id
+        call = _call_named(rt, sid, call)
         rt.decide(sid, call, decision)
         left = _left(rt, sid)
+        then = f"still pending: {', '.join(left)}" if left else f"resume it: {resume_line(row)}"
     doc = {"session_id": sid, "tool_call_id": call, "decision": msgspec.to_builtins(decision)}
-    then = f"{len(left)} still pending" if left else f"resume it: clew resume {sid}"
-    text = f"{sid}: {call} {type(decision).__name__.lower()}d; {then}"
+    text = f"{sid}: {call} {_DONE[type(decision)]}; {then}"
     print_result({**doc, "still_pending": left}, text, as_json=js)
+
+
+def _call_named(rt: Runtime, sid: str, typed: str) -> str:
+    """Return the tool call of the session's wait that ``typed`` names: its id or a unique
+    prefix of it (``call_712c``); ``typed`` itself when none does (the decision then
+    refuses it, naming it)."""
+    known = [c for s in rt.waiting(sid) for c in (*(p.tool_call_id for p in s.pending), *s.decided)]
+    return ids.pick("tool call", typed, known) or typed
 
 
 def _left(rt: Runtime, sid: str) -> list[str]:
@@ -137,5 +155,6 @@ def answer(
     with session_from(home, project, session) as (rt, row):
         sid = row.session_id
         rt.answer(sid, text)
+        then = resume_line(row)
     doc = {"session_id": sid, "answered": True}
-    print_result(doc, f"{sid}: answered; resume it: clew resume {sid}", as_json=as_json)
+    print_result(doc, f"{sid}: answered; resume it: {then}", as_json=as_json)

@@ -141,6 +141,18 @@ def resolve_node(store: EventStore, sid: str, typed: str) -> str:
     return typed
 
 
+def resolve_call(store: EventStore, sid: str, typed: str) -> str:
+    """Return the tool call of session ``sid`` that ``typed`` names: its id or a unique
+    prefix (``call_712c``); ``typed`` itself when none does (the command then refuses it,
+    naming it).
+
+    Raises:
+        AmbiguousId: several tool calls start with ``typed``.
+    """
+    calls = dict.fromkeys(e.tool_call_id for e in store.iter_events(sid) if e.tool_call_id)
+    return pick("tool call", typed, list(calls)) or typed
+
+
 def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of a SESSION argument: the home's session ids, newest first."""
     home = ctx.params.get("home") or os.environ.get("CLEW_HOME") or "~/.clew"

@@ -34,8 +34,10 @@ def cancel(
     project: Project = None,
     as_json: Json = False,
 ) -> None:
-    """Cancel the session's run: the process running it stops within a second and records
-    it as cancelled; a run left interrupted by a crash is recorded as cancelled at once."""
+    """Cancel the session's run: it stops within a second, recorded as cancelled.
+
+    The process running it (on this machine, any process) records the cancellation; a run
+    left interrupted by a crash is recorded as cancelled at once."""
     if not reason.strip():
         raise UsageError("the --reason is empty")
     with session_from(home, project, session) as (rt, row):

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from actors.runtime.runtime import Runtime
     from eventlog.records import SessionRow
 
+#: The largest seq or count a store can hold (SQLite's and PostgreSQL's signed 64-bit
+#: integers): the bound of every ``--since`` / ``--limit``, so a bigger one is a usage
+#: error, not an overflow deep in the store.
+MAX_COUNT: Final = 2**63 - 1
+
 #: The commands that only read a home: they open it read-only.
 READ_COMMANDS: Final = frozenset(
     {

@@ -17,6 +17,7 @@ import typer
 from actors.cli import ids, render
 from actors.cli.app import app
 from actors.cli.options import (
+    MAX_COUNT,
     Home,
     Json,
     Project,
@@ -120,6 +121,15 @@ def show(
         print_json(tree_doc(sid, tree))
 
 
+SinceSeq = Annotated[
+    int,
+    typer.Option("--since", metavar="SEQ", min=0, max=MAX_COUNT, help="only events after seq SEQ"),
+]
+AtMost = Annotated[
+    int | None, typer.Option("--limit", metavar="N", min=1, max=MAX_COUNT, help="at most N events")
+]
+
+
 @app.command()
 def timeline(
     session: SessionArg,
@@ -134,12 +144,8 @@ def timeline(
         list[str] | None,
         typer.Option("--type", metavar="TYPE", help="only this event type (repeatable)"),
     ] = None,
-    since: Annotated[
-        int, typer.Option("--since", metavar="SEQ", min=0, help="only events after seq SEQ")
-    ] = 0,
-    limit: Annotated[
-        int | None, typer.Option("--limit", metavar="N", min=1, help="at most N events")
-    ] = None,
+    since: SinceSeq = 0,
+    limit: AtMost = None,
     no_pager: Annotated[bool, typer.Option("--no-pager", help="never page the table")] = False,
     home: Home = None,
     project: Project = None,

@@ -7,6 +7,7 @@ for the user.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import httpx
 import msgspec
 
 from actors.cli.output import clipped, quoted
+from actors.cli.team_file import load_team
 from actors.demo import demo_model, demo_tools
 from actors.errors import ProviderConfigError, ScriptError, UsageError
 from actors.models.protocol import Model
@@ -23,6 +25,7 @@ from actors.models.providers import model_from_spec, parse_spec
 from actors.models.providers import openai as openai_provider
 from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
+from actors.orchestration.team import Team
 from eventlog.records import SessionRow
 
 #: Seconds the pre-flight TCP probe of a provider waits before calling it unreachable.
@@ -68,6 +71,19 @@ def build_model(
         return model_from_spec(spec, env=env, base_url=base_url)
     except ProviderConfigError as e:
         raise UsageError(str(e).strip().rstrip(".")) from e
+
+
+def team_from_file(path: str, tools: Sequence[Tool], base_url: str | None) -> Team:
+    """Load a team file (``--team FILE``); its model specs are built like ``--model``'s.
+
+    Raises:
+        UsageError: the file is not a valid team (see :func:`load_team`), or a bad spec.
+    """
+
+    def model_of(spec: str) -> Model:
+        return build_model(spec, env=os.environ, base_url=base_url)
+
+    return load_team(path, tools={t.name: t for t in tools}, build_model=model_of)
 
 
 def provider_url(spec: str, env: Mapping[str, str], base_url: str | None) -> str | None:
@@ -148,7 +164,21 @@ def models_for_resume(
         return [build_model(s, env=env, base_url=url, delay_ms=slow_ms) for s in specs], []
     raise UsageError(
         f"session {row.session_id} was not created by clew demo or clew run, so its model is"
-        " unknown; pass --model SPEC"
+        " unknown; pass --model SPEC (or resume it in the application that made it)"
+    )
+
+
+def resume_line(row: SessionRow) -> str:
+    """Return the command that resumes the session: ``clew resume SESSION`` when the CLI
+    made it (its recipe is recorded), else what ``clew resume`` needs to know."""
+    sid = row.session_id
+    recipe = recipe_of(row)
+    if recipe is not None and (recipe.scenario == "demo" or recipe.model):
+        return f"clew resume {sid}"
+    return (
+        f"clew resume {sid} --model SPEC [--team FILE] (an application made it, not clew"
+        " run or demo, so its model is not recorded), or resume it in the application"
+        " (Runtime.resume)"
     )
 
 

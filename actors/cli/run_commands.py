@@ -35,10 +35,11 @@ from actors.cli.recipes import (
     check_reachable,
     models_for_resume,
     recipe_of,
+    team_from_file,
 )
-from actors.cli.team_file import DEMO_TEAM, load_team
+from actors.cli.team_file import DEMO_TEAM
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
-from actors.errors import SessionBusy, UsageError
+from actors.errors import SessionBusy, StillWaiting, UsageError
 from actors.models.protocol import Model
 from actors.models.scripted import MAX_DELAY_MS
 from actors.models.tools import Tool
@@ -217,11 +218,7 @@ def going_on_with(
 
 def _team(path: str, tools: list[Tool], base_url: str | None) -> Team:
     """Load a team file; its model specs are built like ``--model``'s."""
-
-    def model_of(spec: str) -> Model:
-        return build_model(spec, env=os.environ, base_url=base_url)
-
-    return load_team(path, tools={t.name: t for t in tools}, build_model=model_of)
+    return team_from_file(path, tools, base_url)
 
 
 def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
@@ -327,6 +324,12 @@ def resume(
             if rt.is_owned(sid):
                 raise SessionBusy(f"session {sid} is in use by another process")
             raise UsageError(f"session {sid} has no interrupted run; nothing to resume")
+        for state in rt.waiting(sid):
+            if not state.ready:  # named before the model is asked for (it may be unknown)
+                raise StillWaiting(
+                    f"session {sid} is still waiting for {state.describe()};"
+                    f" decide first (clew pending {sid})"
+                )
         models, tools, team = going_on_with(
             rt, row, model=model, base_url=base_url, team_file=team_file, slow=slow
         )

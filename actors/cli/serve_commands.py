@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
@@ -15,9 +16,10 @@ import typer
 
 from actors.cli.app import app
 from actors.cli.ids import resolve_session
-from actors.cli.options import Home, Json, Project, Where, home_exists, where_from
+from actors.cli.options import MAX_COUNT, Home, Json, Project, Where, home_exists, where_from
 from actors.cli.output import print_json, print_result, utf8_text
 from actors.errors import UsageError
+from actors.models.specs import SCRIPTED
 from actors.runtime.coord.location import is_database_url
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, QueuedRun
 from actors.runtime.runtime import Runtime
@@ -65,6 +67,8 @@ def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
             lease_ttl=lease_ttl,
         )
     except (OSError, StoreError) as e:
+        if where.store is not None:  # a PostgreSQL store: the home holds only lock files
+            raise UsageError(f"cannot open the store: {e}") from e
         raise UsageError(f"cannot open the clew home {where.home}: {e}") from e
     try:
         rt.coordinator()
@@ -87,7 +91,13 @@ def submit(
         typer.Option("--session", metavar="SESSION", help="run in this session (id, prefix, last)"),
     ] = None,
     model: Annotated[
-        str, typer.Option("--model", metavar="NAME", help="the model recipe (app-registered)")
+        str,
+        typer.Option(
+            "--model",
+            metavar="NAME_OR_SPEC",
+            help="a model recipe of the app, or a spec as clew run takes"
+            " (scripted:PATH, openai:<model>, anthropic:<model>)",
+        ),
     ] = "demo",
     tools: Annotated[
         str | None,
@@ -95,6 +105,14 @@ def submit(
     ] = None,
     team: Annotated[
         str | None, typer.Option("--team", metavar="NAME", help="the team recipe")
+    ] = None,
+    app_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--app",
+            metavar="MODULE:CALLABLE",
+            help="check the names against this app's Recipes (what clew serve --app runs)",
+        ),
     ] = None,
     coordination: Coordination = None,
     home: Home = None,
@@ -108,19 +126,25 @@ def submit(
             utf8_text(what, value)
     if tools is None and model == "demo":
         tools = "demo"  # the demo scenario calls its two tools
+    if model.startswith(SCRIPTED):
+        # Read where it was typed, as clew run reads it: any serving process finds it.
+        model = SCRIPTED + str(Path(model.removeprefix(SCRIPTED)).absolute())
+    recipes = load_app(app_ref) if app_ref is not None else None
     with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         sid = None
         if session is not None:
             if not home_exists(where):
                 raise UsageError(f"unknown session {session}: {where.home} holds no sessions")
             sid = resolve_session(rt.store, validate_session_id(session))
-        row = rt.submit(prompt, model=model, tools=tools, team=team, session=sid)
+        row = rt.submit(prompt, model=model, tools=tools, team=team, session=sid, recipes=recipes)
     print_result(_row_json(row), str(row.id), as_json=as_json)
 
 
 @app.command()
 def queue(
-    limit: Annotated[int, typer.Option(min=1, help="show the newest N queued runs")] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_COUNT, help="show the newest N queued runs")
+    ] = 50,
     coordination: Coordination = None,
     home: Home = None,
     project: Project = None,

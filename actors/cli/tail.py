@@ -18,7 +18,7 @@ import msgspec
 import typer
 
 from actors.cli.app import app
-from actors.cli.options import Home, Project, SessionArg, session_from
+from actors.cli.options import MAX_COUNT, Home, Project, SessionArg, session_from
 from actors.cli.output import on_interrupt
 from actors.documents.excerpts import clip, short
 from actors.documents.summaries import summarise
@@ -39,7 +39,10 @@ UntilDone = Annotated[
     typer.Option("--until-done", help="follow, and exit once the session has no run in progress"),
 ]
 Since = Annotated[
-    int, typer.Option("--since", metavar="SEQ", min=0, help="only the events after seq SEQ")
+    int,
+    typer.Option(
+        "--since", metavar="SEQ", min=0, max=MAX_COUNT, help="only the events after seq SEQ"
+    ),
 ]
 Poll = Annotated[
     float,
@@ -72,9 +75,12 @@ class TailLines:
         """Return the line of ``e``: seq, time, agent (role), event type, summary."""
         if isinstance(e.event, AgentCreated):
             self._roles[e.event.agent_id] = e.event.role
+        # An event with nothing to summarise (an approval) is named by its tool call id,
+        # what `clew approve` and `clew rerun --tool-result` take (as clew timeline does).
+        said = summarise(self.sid, e.event) or getattr(e.event, "tool_call_id", None) or ""
         return (
             f"{e.seq:>5}  {e.created_at[11:23]:<12}  {self.agent(e.agent_id):<{AGENT_WIDTH}}"
-            f"  {e.event_type:<{_EVENT_WIDTH}}  {summarise(self.sid, e.event)}"
+            f"  {e.event_type:<{_EVENT_WIDTH}}  {said}"
         ).rstrip()
 
 

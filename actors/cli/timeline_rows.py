@@ -123,7 +123,8 @@ class Describer:
                 self._runs[run] = at
             case RunEnded(run_id=run):
                 return f"{summarise(self.sid, event)}{_ms(self._runs.pop(run, None), at)}"
-        return summarise(self.sid, event) or self.short(e.node_id or e.tool_call_id)
+        named = e.tool_call_id or getattr(event, "tool_call_id", None)  # an approval's too
+        return summarise(self.sid, event) or self.short(e.node_id or named)
 
 
 def _one_line(text: str, n: int) -> str:

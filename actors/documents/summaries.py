@@ -177,8 +177,9 @@ def _waits(sid: str, event: Event) -> str | None:
     """Waiting for a person, hooks, cancellations, stored texts."""
     text: str | None = None
     match event:
-        case ApprovalRequested(reason=reason):
-            text = f"{approval_text(event)}{': ' + reason if reason else ''}"
+        case ApprovalRequested(reason=reason, tool_call_id=call):
+            # named by its call id last: `clew approve SESSION CALL` takes it (or a prefix)
+            text = f"{approval_text(event)}{': ' + reason if reason else ''} · {clip(call, 200)}"
         case ApprovalDecided(decision=decision, reason=reason, arguments=arguments):
             text = decision_text(decision, reason, arguments, BY_A_PERSON)
         case RunWaiting(reason=reason, pending=pending, question=question):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
 
 import msgspec
 
@@ -58,6 +58,11 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     phase: str = ""
     max_tokens: int = 4096
     temperature: float | None = None
+
+
+#: Why a model stopped, normalised across providers (each adapter maps its own words).
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "error"]
+STOP_REASONS: Final[tuple[str, ...]] = get_args(StopReason)
 
 
 class ModelResponse(msgspec.Struct, frozen=True, kw_only=True):

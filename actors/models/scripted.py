@@ -31,6 +31,7 @@ from actors.models.protocol import (
     ModelRequest,
     ModelResponse,
     RequestHasher,
+    StopReason,
     StreamItem,
     request_hash,
 )
@@ -73,7 +74,8 @@ class ScriptedReply(pydantic.BaseModel):
     tool_calls: list[ScriptedToolCall] = []
     error: str | None = None
     status: int | None = None
-    stop_reason: str | None = None
+    #: One of the normalised stop reasons (a provider's own word is refused).
+    stop_reason: StopReason | None = None
     delay_ms: DelayMs | None = None
     #: When streamed, the first attempt yields this many pieces of text, then fails.
     stream_cut_after: int | None = pydantic.Field(default=None, ge=0)

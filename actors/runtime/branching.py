@@ -20,7 +20,10 @@ is copied — the parent's other branches and its workers' nodes stay in the par
 
 **Rerun** (counterfactual): fork a session at the start of a run and re-execute the run with
 one thing changed — another model for a role, an edited tool result, a role's
-instructions, the prompt — serving every unchanged model call from the recording.
+instructions, the prompt — serving every unchanged model call from the recording. The run
+goes on with its recorded team; a team with typed output needs its output models, which
+no recording holds: given the team (``team=``, ``clew rerun --team FILE``), they are taken
+from it by role, as a resume takes them.
 
 The rerun is a new main run of the fork (``brain:r1`` of the fork), recorded live like
 any run, so the fork replays, resumes, verifies and forks again on its own. What it
@@ -46,7 +49,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -61,8 +64,14 @@ from actors.orchestration.brain import RunRequest
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.roster import Roster, needs_output_models, roster_from_record
+from actors.orchestration.team import Team, resolve
 from actors.recording.inputs import RoleRecord, RunInputs, TeamRecord, tool_records
-from actors.recording.recorded import read_recording, recorded_tools, run_started_of
+from actors.recording.recorded import (
+    RecordedModel,
+    read_recording,
+    recorded_tools,
+    run_started_of,
+)
 from actors.runtime.config import Chains, model_lookup
 from actors.runtime.engine import Engine, model_names
 from actors.runtime.start import check_prompt, execute_prepared, fresh_session_id, owned_run
@@ -270,12 +279,17 @@ def rerun(
     model: ModelArg | None = None,
     tools: Sequence[Tool] | None = None,
     title: str | None = None,
+    team: Team | None = None,
 ) -> RerunReport:
     """Fork ``session_id`` where ``run`` started and re-execute the run there.
 
+    ``team``: the run's team, for the output models of its typed roles (the recorded
+    team is what the rerun goes on with).
+
     Raises:
         UsageError: no such run, an unknown role, an unknown tool call id, a bad prompt,
-            or a team with typed output (nothing is written).
+            or a team with typed output and no ``team`` giving its models (nothing is
+            written).
     """
     changes = changes or Changes()
     sid = validate_session_id(session_id)
@@ -286,8 +300,8 @@ def rerun(
     recorded = engine.store.read_runs_under(sid, run_id)
     started = run_started_of(by_run[run_id])
     inputs = RunInputs.from_metadata(started.metadata)
-    _check(sid, run_id, inputs, recorded, changes)
-    team = _team_with(inputs.team, changes.instructions)
+    _check(sid, run_id, inputs, recorded, changes, typed_given=team is not None)
+    record = _team_with(inputs.team, changes.instructions)
     base = _chains(engine, inputs, model, changes.models)  # a bad spec: refused here
     fork = fork_session(
         engine,
@@ -304,13 +318,15 @@ def rerun(
         ServedTool(t, served, changes.tool_results, live=tools is not None)
         for t, _ in registry.with_specs()
     )
-    roster = roster_from_record(team, wrapped)
+    roster = roster_from_record(record, wrapped)
+    if team is not None:
+        roster = _with_output_models(roster, team, sid, run_id)
     new_inputs = msgspec.structs.replace(
         inputs,
         create_agent=True,
         models=model_names(chains),
         tools=tool_records(roster.tools),
-        team=team,
+        team=record,
         **_prompt_fields(changes.prompt),
     )
     request = RunRequest(run_id=fork_run, parent_node_id=started.start_node_id, inputs=new_inputs)
@@ -349,8 +365,11 @@ def _check(
     inputs: RunInputs,
     recorded: list[StoredEvent],
     changes: Changes,
+    *,
+    typed_given: bool,
 ) -> None:
-    """Refuse, before anything is written, a change that names nothing of the run."""
+    """Refuse, before anything is written, a change that names nothing of the run, or a
+    typed team whose output models are not ``typed_given``."""
     roles = _roles(inputs, recorded)
     for role in [*changes.models, *changes.instructions]:
         if role not in roles:
@@ -363,18 +382,53 @@ def _check(
             f"run {relative(sid, run_id)} used the default team, which records no role"
             " instructions to change"
         )
-    calls = {e.event.tool_call_id for e in recorded if isinstance(e.event, ToolCallStarted)}
+    calls = {
+        e.event.tool_call_id: e.event.tool_name
+        for e in recorded
+        if isinstance(e.event, ToolCallStarted)
+    }
     for call_id in changes.tool_results:
         if call_id not in calls:
-            raise UsageError(f"run {relative(sid, run_id)} has no tool call {quoted(call_id)}")
+            listed = ", ".join(f"{c} ({name})" for c, name in list(calls.items())[:6])
+            more = f" and {len(calls) - 6} more" if len(calls) > 6 else ""
+            raise UsageError(
+                f"run {relative(sid, run_id)} has no tool call {quoted(call_id)}"
+                f" (its tool calls: {listed or 'none'}{more})"
+            )
     if changes.prompt is not None:
         check_prompt(changes.prompt)
     typed = needs_output_models(inputs.team)
-    if typed:
+    if typed and not typed_given:
         raise UsageError(
             f"run {relative(sid, run_id)} has typed output (roles {', '.join(typed)}):"
-            " a rerun cannot rebuild its output models"
+            " pass its team to rerun it (team=…, or clew rerun --team FILE), its output"
+            " models are taken from it"
         )
+
+
+def _with_output_models(roster: Roster, team: Team, sid: str, run_id: str) -> Roster:
+    """Return ``roster`` (rebuilt from the recording) with each typed role's output model
+    taken from ``team``, by role name, as a resume does.
+
+    Raises:
+        UsageError: ``team`` gives a typed role of the run no output model.
+    """
+    own = {t.name for t in team.tools}
+    extra = [t for t, _ in roster.tools.with_specs() if t.name not in own]
+    # Only its output models are taken: its model specs stand for their names.
+    given, _ = resolve(team, extra, RecordedModel)
+    roles = dict(roster.roles)
+    for name, role in roles.items():
+        if role.output is None:
+            continue
+        theirs = given.roles.get(name)
+        if theirs is None or theirs.output is None or theirs.output.model is None:
+            raise UsageError(
+                f"run {relative(sid, run_id)} has typed output for role {quoted(name)}, and"
+                " the team given has no output model for it"
+            )
+        roles[name] = replace(role, output=theirs.output)
+    return replace(roster, roles=roles)
 
 
 def _roles(inputs: RunInputs, recorded: list[StoredEvent]) -> set[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from actors.errors import UsageError
 from actors.models.chains import ModelArg, model_chains
 from actors.models.protocol import Model
-from actors.models.providers import model_from_spec
+from actors.models.specs import model_of_spec
 from actors.models.tools import Tool, ToolRegistry
 from actors.models.windows import window_of
 from actors.orchestration.instructions import read_instructions
@@ -59,15 +59,16 @@ class RunConfig:
 
 def model_lookup(given: Chains, environ: Mapping[str, str]) -> ModelLookup:
     """Return how a role's spec string becomes a model: a model of that name in ``given``,
-    else a provider client built from the spec (``openai:…``, ``anthropic:…``).
+    else the model built from the spec (``scripted:PATH``, ``openai:…``, ``anthropic:…``).
 
-    The lookup raises ``ProviderConfigError`` for a spec it cannot build.
+    The lookup raises ``ProviderConfigError`` (or ``ScriptError``) for a spec it cannot
+    build.
     """
     by_name = {m.name: m for chain in given.values() for m in chain}
 
     def lookup(spec: str) -> Model:
         if spec not in by_name:
-            by_name[spec] = model_from_spec(spec, env=environ)
+            by_name[spec] = model_of_spec(spec, env=environ)
         return by_name[spec]
 
     return lookup

@@ -402,17 +402,27 @@ def session_dir(engine: Engine, session_id: str) -> Path:
     sid = validate_session_id(session_id)
     recorded = Path(engine.store.read_session(sid).cwd)
     own = engine.project_dir
-    if recorded == own or not recorded.is_absolute() or wal_dir(own, sid).is_dir():
+    if recorded == own or not recorded.is_absolute() or _is_dir(wal_dir(own, sid), False):
         return own  # (created on the first Task WAL line if it does not exist yet)
-    if engine.table_wals is not None and not recorded.is_dir():
+    if engine.table_wals is not None and not _is_dir(recorded, True):
         return own  # the WALs are in the database: another host resumes here
-    if not recorded.is_dir():
+    if not _is_dir(recorded, True):
         raise ProjectDirGone(
             f"session {sid} belongs to the project directory {recorded}, which no longer"
             " exists (its Task WALs live there): restore it, or work from a project"
             f" directory holding .clew/tasks/{sid}/"
         )
     return recorded
+
+
+def _is_dir(path: Path, unreadable: bool) -> bool:
+    """Return whether ``path`` is a directory; ``unreadable`` when it cannot be looked at
+    (a private directory above it): the WALs then read as unavailable, with the reason,
+    instead of a PermissionError out of every command that reads them."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return unreadable
 
 
 def task_wals(engine: Engine, session_id: str) -> TaskWals:

@@ -331,17 +331,22 @@ class Runtime:
         tools: str | None = None,
         team: str | None = None,
         session: str | None = None,
+        recipes: Recipes | None = None,
     ) -> QueuedRun:
         """Enqueue a run durably for a serving process (``clew serve``); return its row.
 
         ``model``/``tools``/``team`` are recipe *names* the serving app registers
-        (:class:`~actors.runtime.serving.Recipes`; ``demo`` is built in); they are
-        recorded with the run, so whichever process resumes it builds the same.
+        (:class:`~actors.runtime.serving.Recipes`; ``demo`` and the model specs
+        ``scripted:PATH``, ``openai:<model>``, ``anthropic:<model>`` are built in); they
+        are recorded with the run, so whichever process resumes it builds the same. A
+        name no recipe source knows is refused now (``recipes``: the app's, to check its
+        names too; see :func:`~actors.runtime.serving.check_submitted`).
         ``session``: run in that session (after the runs queued before it); None: a
         new session.
 
         Raises:
-            UsageError: an empty prompt.
+            UsageError: an empty prompt, a recipe name no recipe source knows, a
+                ``scripted:`` script that cannot be read.
             InvalidSessionId, UnknownSession: a bad or unknown ``session``.
         """
         from actors.runtime.start import check_prompt  # noqa: PLC0415 - see the imports
@@ -353,6 +358,9 @@ class Runtime:
             session = validate_session_id(session)
             self.store.read_session(session)
         spec = RunSpec(prompt=prompt, session_id=session, model=model, tools=tools, team=team)
+        from actors.runtime.serving import check_submitted  # noqa: PLC0415 - see the imports
+
+        check_submitted(spec, self._engine.project_dir, recipes)
         return self.coordinator().submit(spec)
 
     def queue(self, limit: int = 100) -> list[QueuedRun]:

@@ -7,7 +7,10 @@ An application registers them once (``clew serve --app module:callable``, or
 ``Runtime.serve(recipes=…)``): each recipe is a function of a :class:`RecipeContext`
 returning a fresh model (chain), tool list or team. A fresh one per run: a scripted or
 stateful model is never shared between sessions. The built-in ``demo`` model and tools
-recipes (the scripted demo scenario) are always there unless the app replaces them.
+recipes (the scripted demo scenario) are always there unless the app replaces them, and
+so are the model specs ``clew run --model`` takes (``scripted:PATH``, ``openai:<model>``,
+``anthropic:<model>``: :mod:`actors.models.specs`), built by every serving process from
+its own environment. A name no recipe source knows is refused when it is submitted.
 
 **The loop** takes queued runs and recovers the runs of dead peers. One :class:`Server`
 per process. Its loop, every ``poll_s``:
@@ -40,13 +43,14 @@ from pathlib import Path
 from actors.demo import demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
 from actors.models.chains import ModelArg
+from actors.models.specs import is_model_spec, model_of_spec
 from actors.models.tools import Tool
 from actors.orchestration.team import Team
 from actors.runtime.config import RunConfig
 from actors.runtime.coord.protocol import Coordinator, QueuedRun, RunSpec, worker_lease
 from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, session_dir
 from actors.runtime.recovery import resume, resume_ready
-from actors.runtime.start import create_session, start_run
+from actors.runtime.start import create_session, fresh_session_id, start_run
 from actors.runtime.status import main_runs
 from eventlog.errors import ClewError, quoted
 from eventlog.ids import is_main_run
@@ -74,6 +78,11 @@ def _demo_model(_: RecipeContext) -> ModelArg:
 
 def _demo_tools(ctx: RecipeContext) -> list[Tool]:
     return demo_tools(ctx.project_dir)
+
+
+def _spec_model(spec: str, ctx: RecipeContext) -> ModelArg:
+    """The built-in recipe of a model spec (a relative script path: the project's)."""
+    return model_of_spec(spec, env=ctx.environ, root=ctx.project_dir)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,19 +114,50 @@ class Recipes:
             ("tools", spec.tools, self.tools),
             ("team", spec.team, self.teams),
         ):
-            if name is not None and name not in known:
-                names = ", ".join(sorted(known)) or "none"
-                raise UsageError(
-                    f"no {kind} recipe named {quoted(name)} is registered (known: {names});"
-                    " register it in the app given to clew serve --app"
-                )
+            if name is None or name in known or (kind == "model" and is_model_spec(name)):
+                continue
+            names = ", ".join(sorted(known)) or "none"
+            specs = ""
+            if kind == "model":
+                specs = "; or a model spec: scripted:PATH, openai:<model>, anthropic:<model>"
+            raise UsageError(
+                f"no {kind} recipe named {quoted(name)} is registered (known: {names}{specs});"
+                " register it in the app given to clew serve --app"
+            )
 
     def build(self, spec: RunSpec, ctx: RecipeContext) -> RunConfig:
         """Build the model, tools and team ``spec`` names (``check`` first)."""
         self.check(spec)
         tools = list(self.tools[spec.tools](ctx)) if spec.tools is not None else []
         team = self.teams[spec.team](ctx, tools) if spec.team is not None else None
-        return RunConfig(model=self.models[spec.model](ctx), tools=tools, team=team)
+        make_model = self.models.get(spec.model)
+        model = make_model(ctx) if make_model is not None else _spec_model(spec.model, ctx)
+        return RunConfig(model=model, tools=tools, team=team)
+
+
+def check_submitted(spec: RunSpec, project_dir: Path, recipes: Recipes | None = None) -> None:
+    """Refuse, when a run is queued, a name no recipe source knows (instead of every
+    serving process ending it ``error`` later).
+
+    The sources: the built-in ``demo`` recipes, the model specs (a ``scripted:`` script
+    is read now: a missing or invalid one is refused), and ``recipes`` — the app's, when
+    the caller has them (``clew submit --app``). Without them a plain name (``support``)
+    can only be an app's and is queued as it is; a name shaped like a spec whose scheme
+    no source knows (``gpt4:x``) is refused.
+
+    Raises:
+        UsageError: naming the unknown recipe (a ``ScriptError``: the bad script).
+    """
+    if recipes is not None:
+        recipes.with_demo().check(spec)
+    elif ":" in spec.model and not is_model_spec(spec.model):
+        raise UsageError(
+            f"no model recipe named {quoted(spec.model)}: not a model spec (scripted:PATH,"
+            " openai:<model>, anthropic:<model>) nor a built-in recipe; an app's recipe is"
+            " checked when its app is given (clew submit --app)"
+        )
+    if spec.model.startswith("scripted:") and (recipes is None or spec.model not in recipes.models):
+        model_of_spec(spec.model, env={}, root=project_dir)  # reads and checks the script
 
 
 def load_app(ref: str) -> Recipes:
@@ -260,9 +300,18 @@ class Server:
         spec = entry.spec()
         self.recipes.check(spec)  # before a session is created for nothing
         engine = self.engine
-        sid = entry.session_id or create_session(engine, None, {"clew_queue_id": entry.id})
+        sid = entry.session_id
+        if sid is None:
+            # Built before the session exists: a recipe that raises leaves no empty session.
+            sid = fresh_session_id(engine, engine.clock.now())
+            ctx = RecipeContext(
+                session_id=sid, project_dir=engine.project_dir, environ=engine.environ
+            )
+            config = self.recipes.build(spec, ctx)
+            create_session(engine, None, {"clew_queue_id": entry.id}, session_id=sid)
+        else:
+            config = self.recipes.build(spec, self._context(sid))
         self.coord.attach(entry.id, self.owner, sid, len(main_runs(engine, sid)))
-        config = self.recipes.build(spec, self._context(sid))
         outcome = start_run(engine, sid, spec.prompt, config, watch=False).result()
         self.coord.finish(entry.id, self.owner, outcome.status, run=outcome.run_id, error=None)
         self.report.done.append(entry.id)

@@ -345,16 +345,18 @@ class Session:
         model: ModelArg | None = None,
         tools: Sequence[Tool] | None = None,
         title: str | None = None,
+        team: Team | None = None,
     ) -> RerunReport:
         """Fork the session where ``run`` (default: its last main run) started and
         re-execute the run there with the changes (docs/replay-and-recovery.md): a role's
         chain (``models``), tool results by call id, a role's ``instructions``, the
         ``prompt``. Unchanged model calls are served from the recording; the rest are
         asked live (``model`` supplies the recorded chain's models by name; ``tools`` the
-        live tools).
+        live tools; ``team`` the output models of a team with typed output).
 
         Raises:
-            UsageError: no such run, an unknown role or tool call id, a bad prompt.
+            UsageError: no such run, an unknown role or tool call id, a bad prompt, a
+                typed team and no ``team``.
         """
         from actors.runtime import branching
         from actors.runtime.branching import Changes
@@ -362,7 +364,7 @@ class Session:
         changes = Changes(models=models or {}, tool_results=tool_results or {},
                           instructions=instructions or {}, prompt=prompt)  # fmt: skip
         return branching.rerun(self._engine, self.id, run=run, changes=changes,
-                               model=model, tools=tools, title=title)  # fmt: skip
+                               model=model, tools=tools, title=title, team=team)  # fmt: skip
 
     def model_calls(self, run: str | None = None) -> list[ModelCall]:
         """Return the session's model calls in order (of ``run`` and its workers: a run id,

@@ -75,9 +75,16 @@ def fresh_session_id(engine: Engine, now: str) -> str:
     raise UsageError("could not allocate a fresh session id")  # pragma: no cover
 
 
-def create_session(engine: Engine, cwd: str | None, metadata: dict[str, Any] | None) -> str:
+def create_session(
+    engine: Engine,
+    cwd: str | None,
+    metadata: dict[str, Any] | None,
+    *,
+    session_id: str | None = None,
+) -> str:
     """Create a session (``session_created``) and return its id; see
-    :meth:`Runtime.new_session` for the arguments and errors."""
+    :meth:`Runtime.new_session` for the arguments and errors. ``session_id``: one
+    :func:`fresh_session_id` gave (a queued run builds its recipes first)."""
     cwd = str(Path(cwd).absolute()) if cwd else str(engine.project_dir)
     try:
         check_storable({"cwd": cwd, "metadata": metadata or {}}, "the session's metadata")
@@ -85,7 +92,7 @@ def create_session(engine: Engine, cwd: str | None, metadata: dict[str, Any] | N
         raise UsageError(str(e)) from None
     engine.refuse_if_read_only("creating a session")
     now = engine.clock.now()
-    sid = fresh_session_id(engine, now)
+    sid = session_id or fresh_session_id(engine, now)
     event = SessionCreated(
         session_id=sid, cwd=cwd, root_agent_id=brain_agent_id(sid), metadata=metadata or {}
     )

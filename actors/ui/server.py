@@ -39,7 +39,14 @@ from actors.runtime.runtime import Runtime
 from actors.ui.actions import Actions, Resumer
 from actors.ui.guard import Guard, new_token, served_names
 from actors.ui.live import Live
-from eventlog.errors import ClewError, InvalidSessionId, Refused, UnknownSession
+from eventlog.errors import (
+    ECHO_LIMIT,
+    ClewError,
+    InvalidSessionId,
+    Refused,
+    UnknownSession,
+    clipped,
+)
 from eventlog.ids import validate_session_id
 from projections.errors import UnknownNode
 
@@ -82,7 +89,15 @@ class FastJSON(JSONResponse):
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return FastJSON({"error": message}, status_code=status)
+    return FastJSON({"error": _clipped_words(message)}, status_code=status)
+
+
+def _clipped_words(message: str) -> str:
+    """Return ``message`` with every word cut to the echo limit, as the CLI's error lines:
+    a word that long can only be what the client sent (a 5 MB call id), never echoed whole."""
+    margin = ECHO_LIMIT + 3  # a value already cut by quoted() (its quotes and "…") passes
+    words = message.split(" ")
+    return " ".join(clipped(w) if len(w) > margin else w for w in words)
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Response:
@@ -104,14 +119,22 @@ def _sid(request: Request) -> str:
     return validate_session_id(request.path_params["sid"])
 
 
+#: The largest seq a store holds (a signed 64-bit integer in SQLite and PostgreSQL): a
+#: larger ``?after=`` is refused (400) instead of overflowing in the store's query.
+MAX_QUERY_INT: Final = 2**63 - 1
+
+
 def _int(request: Request, key: str, default: int) -> int:
     raw = request.query_params.get(key)
     if raw is None or raw == "":
         return default
     try:
-        return max(0, int(raw))
+        value = int(raw)
     except ValueError:
         raise UsageError(f"?{key}= must be a whole number") from None
+    if value > MAX_QUERY_INT:
+        raise UsageError(f"?{key}= must be at most {MAX_QUERY_INT}")
+    return max(0, value)
 
 
 def openapi() -> dict[str, Any]:

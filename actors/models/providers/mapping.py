@@ -19,8 +19,6 @@ from eventlog.blocks import (
 )
 from eventlog.events import EndReason
 
-STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "error")
-
 RAW_ARGUMENTS_KEY = "_raw_arguments"
 """Key holding tool arguments that were not a JSON object, kept verbatim for the tool to refuse."""
 

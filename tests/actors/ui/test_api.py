@@ -238,3 +238,32 @@ def test_a_large_tool_result_is_an_artifact_with_a_preview(tmp_path: Path) -> No
             assert preview["text"].startswith("line of the report\n")
             assert len(big.encode()) <= preview["size"]
             assert 404 == c.get(f"{base}/artifact", params={"id": "art_nope"}).status_code
+
+
+def test_item21_an_after_beyond_any_seq_is_refused_400_not_500(
+    client: TestClient, shared: Home
+) -> None:
+    for path in ("timeline", "stream"):
+        url = f"/api/sessions/{shared.demo}/{path}"
+        for after in ("1" + "0" * 30, "9" * 400):
+            out = client.get(url, params={"after": after})
+            assert 400 == out.status_code, (path, out.text)
+            assert "?after= must be at most 9223372036854775807" == out.json()["error"]
+    last = client.get(f"/api/sessions/{shared.demo}/timeline").json()["last_seq"]
+    assert 200 == client.get(url.replace("stream", "timeline"), params={"after": last}).status_code
+
+
+def test_item21_a_huge_call_id_is_clipped_in_the_error(tmp_path: Path) -> None:
+    from _ui_helpers import waiting_session  # noqa: PLC0415
+
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        sid = waiting_session(rt, [])
+        with TestClient(create_app(rt, csrf=CSRF)) as c:
+            out = c.post(
+                f"/api/sessions/{sid}/decide",
+                json={"call_id": "c" * 5_000_000, "decision": "approve"},
+                headers={"X-Clew-CSRF": CSRF},
+            )
+    assert 400 == out.status_code
+    error = out.json()["error"]
+    assert len(error) < 500 and "(5,000,000 characters)" in error
