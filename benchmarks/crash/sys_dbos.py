@@ -43,15 +43,26 @@ def agent(trial: Path, base_url: str, durable: bool) -> Any:
         model, name="support_desk", instructions=scenario.INSTRUCTIONS, capabilities=capabilities
     )
 
+    def refund(key: str, invoice: str, amount_eur: int) -> str:
+        return scenario.issue_refund(trial, key, invoice, amount_eur)
+
+    lookup = scenario.look_up_invoice
+    if durable:
+        # Pydantic AI makes model requests steps; function tools run in the workflow, so
+        # the tools' I/O is a step of its own, as DBOS's step tutorial says of any call to
+        # an external API (https://docs.dbos.dev/python/tutorials/step-tutorial).
+        refund = DBOS.step(name="issue_refund")(refund)
+        lookup = DBOS.step(name="look_up_invoice")(lookup)
+
     @desk.tool_plain
     def look_up_invoice(invoice: str) -> str:
         """Look an invoice up."""
-        return scenario.look_up_invoice(invoice)
+        return lookup(invoice)
 
     @desk.tool
     def issue_refund(ctx: RunContext[None], invoice: str, amount_eur: int) -> str:
         """Refund an invoice (a side effect)."""
-        return scenario.issue_refund(trial, str(ctx.tool_call_id), invoice, amount_eur)
+        return refund(str(ctx.tool_call_id), invoice, amount_eur)
 
     return desk
 
