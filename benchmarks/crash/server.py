@@ -139,6 +139,15 @@ def stream_chunks(message: dict[str, Any]) -> list[bytes]:
     return chunks
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client SIGKILLed mid-request resets its connection: expected here, not an error."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
 class ModelServer:
     """The loopback model server; :attr:`trials` holds what it saw, per trial id."""
 
@@ -146,8 +155,7 @@ class ModelServer:
         self.delay = delay
         self.trials: dict[str, Trial] = {}
         self.lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )

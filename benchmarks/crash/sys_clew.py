@@ -104,8 +104,9 @@ def committed(trial: Path) -> list[str]:
         return [f"{e.seq}:{e.event_type}:{e.event_id}" for e in rt.store.read_events(sid)]
 
 
-def boundaries(committed_events: int, tools: int) -> list[dict[str, str]]:
+def boundaries(committed_items: list[str], tools: int) -> list[dict[str, str]]:
     """Return clew's own kill points: after every commit, before every tool, inside commits."""
+    committed_events = len(committed_items)
     points = [{"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in range(1, committed_events + 1)]
     points += [{"CLEW_FAULT_KILL_BEFORE_TOOL": str(k)} for k in range(1, tools + 1)]
     points += [{"CLEW_FAULT_KILL_INSIDE_COMMIT": str(k)} for k in (1, committed_events // 2)]

@@ -109,7 +109,8 @@ def committed(trial: Path) -> list[str]:
     return [f"cp:{r[0]}" for r in rows] + [f"w:{a}:{b}:{c}" for a, b, c in writes]
 
 
-def boundaries(committed_items: int, tools: int) -> list[dict[str, str]]:
+def boundaries(committed_items: list[str], tools: int) -> list[dict[str, str]]:
     """Return LangGraph's own kill points: after every checkpoint."""
     del tools
-    return [{KILL_AFTER_CHECKPOINT: str(k)} for k in range(1, committed_items + 1)]
+    checkpoints = sum(1 for c in committed_items if c.startswith("cp:"))
+    return [{KILL_AFTER_CHECKPOINT: str(k)} for k in range(1, checkpoints + 1)]
