@@ -83,10 +83,10 @@ def run(mode: str, trial: Path, base_url: str) -> str:
     scenario.ready()
     prompt = {"messages": [HumanMessage(content=scenario.PROMPT)]}
     if mode == "recover" and durable:
-        state = agent.get_state(THREAD)
-        if state.values and not state.next:  # the run had ended
-            return _answer(state.values)
-        if state.values:  # resume from the last checkpoint (the docs' way)
+        # Resume from the last checkpoint, the docs' way, whatever the state looks like: a
+        # checkpoint's pending writes may already hold the next node's input (``next`` is
+        # then empty before the run has ended), and on an ended thread it runs nothing.
+        if agent.get_state(THREAD).values:
             return _answer(agent.invoke(None, THREAD))
     return _answer(agent.invoke(prompt, THREAD))
 
