@@ -82,12 +82,11 @@ def run(mode: str, trial: Path, base_url: str) -> str:
     agent = graph(trial, base_url, conn if durable else None)
     scenario.ready()
     prompt = {"messages": [HumanMessage(content=scenario.PROMPT)]}
-    if mode == "recover" and durable:
-        # Resume from the last checkpoint, the docs' way, whatever the state looks like: a
-        # checkpoint's pending writes may already hold the next node's input (``next`` is
-        # then empty before the run has ended), and on an ended thread it runs nothing.
-        if agent.get_state(THREAD).values:
-            return _answer(agent.invoke(None, THREAD))
+    # Resume from the last checkpoint, the docs' way, whatever the state looks like: a
+    # checkpoint's pending writes may already hold the next node's input (``next`` is then
+    # empty before the run has ended), and on an ended thread it runs nothing.
+    if mode == "recover" and durable and agent.get_state(THREAD).values:
+        return _answer(agent.invoke(None, THREAD))
     return _answer(agent.invoke(prompt, THREAD))
 
 
