@@ -30,7 +30,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -134,6 +136,7 @@ class Runner:
         self.server = ModelServer(delay=args.delay).start()
         self.rng = random.Random(args.seed)
         self.counter = 0
+        self.lock = threading.Lock()
 
     # --- processes ----------------------------------------------------------------------
 
@@ -173,8 +176,9 @@ class Runner:
         return proc.returncode, lines, err.strip().splitlines()[-1] if err.strip() else ""
 
     def _new_trial(self, name: str) -> tuple[Path, str]:
-        self.counter += 1
-        tid = f"{self.counter}"
+        with self.lock:
+            self.counter += 1
+            tid = f"{self.counter}"
         trial = self.work / f"{name.replace(' ', '_')}-{tid}"
         trial.mkdir(parents=True)
         return trial, tid
@@ -192,14 +196,20 @@ class Runner:
         keys = scenario.ledger_keys(trial)
         ok = rc == 0 and scenario.is_correct(out.get("answer"), trial) and len(keys) == 1
         base = Baseline(ok=ok, requests=seen.received, wall_s=wall, bytes=disk_bytes(trial))
-        base.work_s = max(0.05, time.time() - float(out.get("ready", time.time())))
+        # random kills land between the first model request and the last reply
+        base.work_s = max(0.05, seen.last_at - seen.first_at)
         base.committed = system.committed(trial) if durable else []
         if not ok:
             base.error = f"exit {rc}, {len(keys)} refunds, answer {out.get('answer')!r}: {err}"
         return base
 
     def plan(self, system: ModuleType, base: Baseline, durable: bool) -> list[KillPoint]:
-        """Return the kill points: every boundary, seeded random instants; fewer if quick."""
+        """Return the kill points: every boundary, seeded random instants; fewer if quick.
+
+        Without durability, every step boundary is the same (everything is lost), so that
+        row takes ``--kills-no-durability`` points: the must-haves, then random ones.
+        """
+        kills = self.args.kills if durable else self.args.kills_no_durability
         generic = [KillPoint(f"tool {p}", env={scenario.KILL_TOOL: p}) for p in TOOL_POINTS]
         for k in range(1, base.requests + 1):
             generic.append(KillPoint(f"model request {k} before reply", request=k))
@@ -208,7 +218,7 @@ class Runner:
         if durable:
             for env in system.boundaries(base.committed, len(TOOL_POINTS) - 1):
                 own.append(KillPoint(" ".join(f"{k}={v}" for k, v in env.items()), env=env))
-        if self.args.quick:
+        if self.args.quick or not durable:
             # always the refund after its ledger write and a reply cut in the middle
             must = [
                 p
@@ -219,10 +229,10 @@ class Runner:
             rest = [p for p in generic if p not in must]
             chosen += self.rng.sample(rest, min(3, len(rest)))
             chosen += self.rng.sample(own, min(5, len(own)))
-            randoms = self.args.kills - len(chosen)
+            randoms = kills - len(chosen)
         else:
             chosen = generic + own
-            randoms = max(10, self.args.kills - len(chosen))
+            randoms = max(10, kills - len(chosen))
         for _ in range(max(2, randoms)):
             at = round(self.rng.uniform(0.0, base.work_s), 3)
             chosen.append(KillPoint(f"random {at:.3f} s into the run", at=at))
@@ -286,11 +296,15 @@ class Runner:
             row.status = f"baseline wrong: {base.error}"[:200]
             return row
         points = self.plan(system, base, durable)
-        for i, point in enumerate(points, 1):
+
+        def one(point: KillPoint) -> Outcome:
             outcome = self.trial(key, system, point, base, durable)
-            row.outcomes.append(outcome)
             if self.args.verbose:
-                print(f"  {name} {i}/{len(points)} {point.label}: {outcome}", file=sys.stderr)
+                print(f"  {name} {point.label}: {outcome}", file=sys.stderr, flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(self.args.jobs) as pool:
+            row.outcomes = list(pool.map(one, points))
         return row
 
     def system_rows(self, key: str) -> list[Row]:
@@ -386,10 +400,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--delay", type=float, default=None, help="seconds the model takes per reply")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds a child may run")
     p.add_argument("--durable-only", action="store_true", help="skip the no-durability rows")
+    p.add_argument("--kills-no-durability", type=int, default=None, help="default 20; quick 12")
+    p.add_argument("--jobs", type=int, default=1, help="trials run at once (one server)")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.kills is None:
         args.kills = 12 if args.quick else 50
+    if args.kills_no_durability is None:
+        args.kills_no_durability = 12 if args.quick else 20
     if args.delay is None:
         args.delay = 0.02 if args.quick else 0.05
     return args

@@ -53,6 +53,8 @@ class Trial:
     answered: int = 0
     arm: Arm | None = None
     in_flight: int = 0
+    first_at: float = 0.0
+    last_at: float = 0.0
     log: list[str] = field(default_factory=list)
 
 
@@ -209,6 +211,7 @@ class ModelServer:
                 with server.lock:
                     trial.received += 1
                     serial = trial.received
+                    trial.first_at = trial.first_at or time.monotonic()
                     trial.in_flight += 1
                 arm = trial.arm
                 kill = arm if arm and not arm.fired and arm.request == serial else None
@@ -257,6 +260,7 @@ class ModelServer:
                         self.wfile.flush()
                 with server.lock:
                     trial.answered += 1
+                    trial.last_at = time.monotonic()
                     trial.log.append(str(message.get("tool_calls") or "answer")[:60])
 
             def log_message(self, format: str, *args: Any) -> None:
