@@ -233,10 +233,15 @@ class Runner:
         else:
             chosen = generic + own
             randoms = max(10, kills - len(chosen))
-        for _ in range(max(2, randoms)):
+        return chosen + self._randoms(base, max(2, randoms))
+
+    def _randoms(self, base: Baseline, n: int) -> list[KillPoint]:
+        """Return ``n`` seeded random instants within the baseline's model working window."""
+        out = []
+        for _ in range(n):
             at = round(self.rng.uniform(0.0, base.work_s), 3)
-            chosen.append(KillPoint(f"random {at:.3f} s into the run", at=at))
-        return chosen
+            out.append(KillPoint(f"random {at:.3f} s into the run", at=at))
+        return out
 
     def _kill_at(self, proc: Any, tid: str, at: float) -> None:
         """SIGKILL ``proc`` ``at`` seconds after its first model request (if still alive)."""
@@ -303,8 +308,14 @@ class Runner:
                 print(f"  {name} {point.label}: {outcome}", file=sys.stderr, flush=True)
             return outcome
 
+        target = self.args.kills if durable else self.args.kills_no_durability
         with ThreadPoolExecutor(self.args.jobs) as pool:
             row.outcomes = list(pool.map(one, points))
+            for _ in range(3):  # a random instant after the run's end kills nothing: top up
+                short = target - sum(o.killed for o in row.outcomes)
+                if short <= 0:
+                    break
+                row.outcomes += list(pool.map(one, self._randoms(base, short)))
         return row
 
     def system_rows(self, key: str) -> list[Row]:
@@ -428,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for key in keys:
             rows.extend(runner.system_rows(key))
+            if args.json:  # after each system, so a long run that dies keeps what it measured
+                write_json(args, rows)
     finally:
         runner.server.stop()
         if args.work is None:
@@ -440,19 +453,27 @@ def main(argv: list[str] | None = None) -> int:
         f"seed {args.seed} · {time.monotonic() - t0:.0f} s"
     )
     if args.json:
-        doc = {
-            "seed": args.seed,
-            "quick": args.quick,
-            "machine": {
-                "node": platform.node(),
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-            },
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "rows": [{"summary": summary(r), **asdict(r)} for r in rows],
-        }
-        args.json.write_text(json.dumps(doc, indent=1))
+        write_json(args, rows)
     return 0
+
+
+def write_json(args: argparse.Namespace, rows: list[Row]) -> None:
+    """Write the raw results: every kill's outcome, each row's summary, the machine."""
+    doc = {
+        "seed": args.seed,
+        "quick": args.quick,
+        "jobs": args.jobs,
+        "delay_s": args.delay,
+        "machine": {
+            "node": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rows": [{"summary": summary(r), **asdict(r)} for r in rows],
+    }
+    args.json.write_text(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":
