@@ -56,8 +56,8 @@ SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 #: Columns the issue asks for that clew does not have yet (printed, never run).
 NOT_YET = {
-    "clew + Pydantic AI": "not in clew yet (durable framework agents)",
-    "clew + OpenAI Agents SDK": "not in clew yet (durable framework agents)",
+    "clew + Pydantic AI": "not in clew yet (issue 36, durable framework agents)",
+    "clew + OpenAI Agents SDK": "not in clew yet (issue 36, durable framework agents)",
 }
 TOOL_POINTS = (
     f"{scenario.LOOKUP_TOOL}:enter",

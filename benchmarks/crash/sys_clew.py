@@ -1,10 +1,12 @@
 """clew: a native Team (the support desk of examples/team.py), recovered with ``rt.resume``.
 
-Durability is clew's default (a SQLite home, ``durability="full"``). The refund tool keys
+Durability is clew's default (a SQLite home, ``durability="normal"``: every committed
+event survives a process crash, docs/architecture.md). The refund tool keys
 its effect on ``ctx.idempotency_key`` and declares ``in_doubt="retry"``: a resume re-runs a
-refund a crash left in doubt under the same key (docs/replay-and-recovery.md, "tools in
-doubt"). The kill points clew exposes are its fault variables (actors/runtime/faults.py):
-after the k-th committed event, before the k-th tool, inside the commit of the k-th row.
+refund a crash left in doubt under the same key (docs/replay-and-recovery.md,
+"Resume" and "What exactly once means here"). The kill points clew exposes are its fault
+variables (actors/runtime/faults.py): after the k-th committed event, before the k-th tool,
+inside the commit of the k-th row.
 """
 
 from __future__ import annotations
