@@ -414,6 +414,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--kills-no-durability", type=int, default=None, help="default 20; quick 12")
     p.add_argument("--jobs", type=int, default=1, help="trials run at once (one server)")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--report", type=Path, default=None, help="print the table of a --json file")
     args = p.parse_args(argv)
     if args.kills is None:
         args.kills = 12 if args.quick else 50
@@ -424,8 +425,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def rows_from_json(path: Path) -> list[Row]:
+    """Return the rows a ``--json`` file holds."""
+    rows = []
+    for r in json.loads(path.read_text())["rows"]:
+        base = Baseline(**r["baseline"]) if r.get("baseline") else None
+        outcomes = [Outcome(**o) for o in r["outcomes"]]
+        rows.append(Row(r["name"], status=r["status"], baseline=base, outcomes=outcomes))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.report:
+        print(table(rows_from_json(args.report)))
+        return 0
     keys = [k.strip() for k in args.systems.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SYSTEMS]
     if unknown:
