@@ -137,6 +137,8 @@ class Runner:
         self.rng = random.Random(args.seed)
         self.counter = 0
         self.lock = threading.Lock()
+        #: Every row so far, the one being measured included (``--json`` after each kill).
+        self.rows: list[Row] = []
 
     # --- processes ----------------------------------------------------------------------
 
@@ -295,6 +297,7 @@ class Runner:
     def row(self, key: str, system: ModuleType, durable: bool) -> Row:
         name = system.NAME + ("" if durable else " (no durability)")
         row = Row(name)
+        self.rows.append(row)
         base = self.baseline(key, system, durable)
         row.baseline = base
         if not base.ok:
@@ -304,35 +307,40 @@ class Runner:
 
         def one(point: KillPoint) -> Outcome:
             outcome = self.trial(key, system, point, base, durable)
+            with self.lock:
+                row.outcomes.append(outcome)
+                if self.args.json:  # a long run that dies keeps what it measured
+                    write_json(self.args, self.rows)
             if self.args.verbose:
                 print(f"  {name} {point.label}: {outcome}", file=sys.stderr, flush=True)
             return outcome
 
         target = self.args.kills if durable else self.args.kills_no_durability
         with ThreadPoolExecutor(self.args.jobs) as pool:
-            row.outcomes = list(pool.map(one, points))
+            list(pool.map(one, points))
             for _ in range(3):  # a random instant after the run's end kills nothing: top up
                 short = target - sum(o.killed for o in row.outcomes)
                 if short <= 0:
                     break
-                row.outcomes += list(pool.map(one, self._randoms(base, short)))
+                list(pool.map(one, self._randoms(base, short)))
         return row
 
-    def system_rows(self, key: str) -> list[Row]:
+    def system_rows(self, key: str) -> None:
+        """Measure system ``key`` (and its no-durability baseline) into :attr:`rows`."""
         module, needs = SYSTEMS[key]
         missing = [n for n in needs if not _importable(n)]
         if missing:
-            return [
-                Row(key, status=f"not installed ({', '.join(missing)}): pip install '.[bench]'")
-            ]
+            status = f"not installed ({', '.join(missing)}): pip install '.[bench]'"
+            self.rows.append(Row(key, status=status))
+            return
         try:
             system = importlib.import_module(module)
         except ImportError as e:
-            return [Row(key, status=f"cannot import: {e}")]
-        rows = [self.row(key, system, durable=True)]
+            self.rows.append(Row(key, status=f"cannot import: {e}"))
+            return
+        self.row(key, system, durable=True)
         if not self.args.durable_only:
-            rows.append(self.row(key, system, durable=False))
-        return rows
+            self.row(key, system, durable=False)
 
 
 def _importable(name: str) -> bool:
@@ -448,13 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="clew-crash-"))
     work.mkdir(parents=True, exist_ok=True)
     runner = Runner(args, work)
-    rows: list[Row] = []
+    rows = runner.rows
     t0 = time.monotonic()
     try:
         for key in keys:
-            rows.extend(runner.system_rows(key))
-            if args.json:  # after each system, so a long run that dies keeps what it measured
-                write_json(args, rows)
+            runner.system_rows(key)
     finally:
         runner.server.stop()
         if args.work is None:
