@@ -366,6 +366,7 @@ def summary(row: Row) -> dict[str, Any]:
         "recovered_pct": 100.0 * sum(o.recovered for o in kills) / n if n else 0.0,
         "duplicate_refunds": sum(max(0, o.refunds - 1) for o in kills),
         "missing_refunds": sum(o.refunds == 0 for o in kills),
+        "refund_reruns": sum(max(0, o.refund_runs - o.refunds) for o in kills),
         "repaid_per_recovery": sum(o.repaid for o in kills) / n if n else 0.0,
         "repaid_max": max((o.repaid for o in kills), default=0),
         "repaid_beyond_in_flight": sum(max(0, o.repaid - max(1, o.in_flight)) for o in kills),
@@ -384,19 +385,20 @@ def _fmt(value: Any, spec: str = "") -> str:
 def table(rows: list[Row]) -> str:
     head = (
         "| system | kills | recovered | duplicate refunds | missing refunds "
-        "| re-paid calls / recovery (max) | lost progress | median ready | median recovery "
-        "| disk |"
+        "| refund re-runs, same key | re-paid calls / recovery (max) | lost progress "
+        "| median ready | median recovery | disk |"
     )
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for row in rows:
         s = summary(row)
         if row.status != "ok":
-            lines.append(f"| {row.name} | {row.status} |" + " |" * 8)
+            lines.append(f"| {row.name} | {row.status} |" + " |" * 9)
             continue
         lost = _fmt(s["lost_progress"]) if "no durability" not in row.name else "— (none kept)"
         lines.append(
             f"| {row.name} | {s['kills']} | {s['recovered_pct']:.0f}% | {s['duplicate_refunds']} "
-            f"| {s['missing_refunds']} | {s['repaid_per_recovery']:.2f} ({s['repaid_max']}) "
+            f"| {s['missing_refunds']} | {s['refund_reruns']} "
+            f"| {s['repaid_per_recovery']:.2f} ({s['repaid_max']}) "
             f"| {lost} | {_fmt(s['median_ready_s'], '.2f')} s "
             f"| {_fmt(s['median_recovery_s'], '.2f')} s "
             f"| {_fmt(s['median_bytes'] and s['median_bytes'] / 1024, '.0f')} KiB |"
