@@ -2,9 +2,10 @@
 
 Usage (from the checkout; the peers are the ``bench`` extra, never needed by the tests)::
 
-    PYTHONPATH=. python3 benchmarks/crash/run.py                 # every system, >= 50 kills each
+    PYTHONPATH=. python3 benchmarks/crash/run.py --jobs 2        # every system, >= 50 kills each
     PYTHONPATH=. python3 benchmarks/crash/run.py --quick         # >= 10 kills each (CI)
     PYTHONPATH=. python3 benchmarks/crash/run.py --systems clew,langgraph --seed 7 --json out.json
+    PYTHONPATH=. python3 benchmarks/crash/run.py --report out.json   # the table of a --json file
 
 For each system: an uninterrupted run first (it must answer right with exactly one refund,
 else the system's row says "baseline wrong"), then one trial per kill point: a child process
