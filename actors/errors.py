@@ -236,3 +236,21 @@ class McpUnavailable(Refused):
 class McpToolFailed(ToolError):
     """An MCP tool call failed: the server answered ``isError``, did not answer in time,
     or the connection broke; recorded as a ``tool_failed`` like any tool's failure."""
+
+
+class DurableRunFailed(ClewError):
+    """A durable framework run did not complete: interrupted (resume it), diverged, or
+    waiting for a person (``outcome.pending``: decide them, then
+    ``session.resume(agent=…)``). ``outcome`` is the run's ``RunOutcome``."""
+
+    def __init__(self, message: str, outcome: Any) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class ToolCallFailed(ClewError):
+    """A tool of a framework's run raised (recorded as ``tool_failed``): the run fails."""
+
+    def __init__(self, tool_name: str, error_type: str, message: str) -> None:
+        super().__init__(f"tool {tool_name!r} failed: {error_type}: {message}")
+        self.error_type = error_type

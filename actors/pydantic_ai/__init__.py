@@ -10,8 +10,9 @@ loop to the recorder). See docs/pydantic-ai.md.
 
 from __future__ import annotations
 
-from actors.pydantic_ai.agent import PHASE, DurableAgent, DurableRunFailed
-from actors.pydantic_ai.toolset import ToolCallFailed, ToolPolicy, tool_context
+from actors.errors import DurableRunFailed, ToolCallFailed
+from actors.pydantic_ai.agent import PHASE, DurableAgent
+from actors.pydantic_ai.toolset import ToolPolicy, tool_context
 
 __all__ = [
     "PHASE",

@@ -39,7 +39,7 @@ from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.result import StreamedRunResult
 
-from actors.errors import NeedsResume, RunCancelled, RunParked, SessionWaiting
+from actors.errors import DurableRunFailed, NeedsResume, RunCancelled, RunParked, SessionWaiting
 from actors.models.tools import InDoubtPolicy, ToolRegistry
 from actors.orchestration.approvals import PendingApproval
 from actors.orchestration.brain import RunRequest
@@ -68,18 +68,6 @@ if TYPE_CHECKING:
 
 #: The ``run_started`` phase of a Pydantic AI run (a Brain's run records ``orchestrate``).
 PHASE: Final = "pydantic-ai"
-
-
-class DurableRunFailed(ClewError):
-    """A durable run did not complete: interrupted (resume it), diverged or waiting for a
-    person (``outcome.pending``: decide them, then ``session.resume(agent=…)``)."""
-
-    def __init__(self, outcome: RunOutcome) -> None:
-        what = outcome.error or ", ".join(
-            f"{p.tool_name} ({p.tool_call_id})" for p in outcome.pending
-        )
-        super().__init__(f"run {outcome.run_id} {outcome.status}: {what}")
-        self.outcome = outcome
 
 
 @dataclass
@@ -174,7 +162,7 @@ class DurableAgent:
         if not handoff.ready.done():  # the run ended before its stream opened
             drive = await task
             _check(drive)
-            raise DurableRunFailed(drive.outcome)
+            raise DurableRunFailed(_failure(drive.outcome), drive.outcome)
         try:
             yield handoff.ready.result()
         finally:
@@ -393,7 +381,7 @@ def _check(drive: _Drive) -> None:
     if drive.error is not None:
         raise drive.error
     if drive.outcome.status != "completed":
-        raise DurableRunFailed(drive.outcome)
+        raise DurableRunFailed(_failure(drive.outcome), drive.outcome)
 
 
 def _parked(rec: RunRecorder, drive: _Drive, e: RunParked) -> RunOutcome:
@@ -440,3 +428,9 @@ def _leaf(e: Exception) -> Exception:
 
 
 __all__ = ["PHASE", "DurableAgent", "DurableRunFailed"]
+
+
+def _failure(outcome: RunOutcome) -> str:
+    """Say why a durable run did not complete: its error, or what it waits for."""
+    what = outcome.error or ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in outcome.pending)
+    return f"run {outcome.run_id} {outcome.status}: {what}"

@@ -39,13 +39,13 @@ from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
+from actors.errors import ToolCallFailed
 from actors.models.tools import InDoubtPolicy, ToolContext
 from actors.orchestration.approvals import apply, pending_of
 from actors.pydantic_ai.messages import jsonable
 from actors.pydantic_ai.run import Bridge
 from actors.recording.recorder import RunRecorder
 from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
-from eventlog.errors import ClewError
 from eventlog.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -69,14 +69,6 @@ class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     idempotent: bool = False
     in_doubt: InDoubtPolicy | None = None
-
-
-class ToolCallFailed(ClewError):
-    """A tool of a Pydantic AI run raised (recorded as ``tool_failed``): the run fails."""
-
-    def __init__(self, tool_name: str, error_type: str, message: str) -> None:
-        super().__init__(f"tool {tool_name!r} failed: {error_type}: {message}")
-        self.error_type = error_type
 
 
 def tool_context() -> ToolContext:

@@ -44,10 +44,11 @@ from actors.models.tools import Tool
 from actors.orchestration.team import Team
 from actors.runtime.branching import Served, ServedModel, ServedTool, served_from
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import (
-    failure_text,
-    last_main_run,
-)
+
+# Selecting sessions is a read (status.py); re-exported: the re-drive's API in one place.
+from actors.runtime.status import SessionFilter as SessionFilter  # noqa: PLC0414 (re-export)
+from actors.runtime.status import failure_text, last_main_run
+from actors.runtime.status import select_sessions as select_sessions  # noqa: PLC0414 (re-export)
 from eventlog.errors import ClewError
 from eventlog.events import (
     ModelFailed,

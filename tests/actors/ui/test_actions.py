@@ -127,14 +127,16 @@ def test_switching_the_active_node_records_active_node_switched(tmp_path: Path) 
             assert 404 == c.post(url, json={"node_id": "brain:r7:n1"}, headers=HEADERS).status_code
             out = c.post(url, json={"node_id": "brain:r1:n1"}, headers=HEADERS).json()
             assert first == out["active_node_id"]
-            nothing = c.post(f"/api/sessions/{sid}/cancel", json={}, headers=HEADERS)
+            assert first == rt.store.read_session(sid).active_node_id
+            cancelled = c.post(f"/api/sessions/{sid}/cancel", json={}, headers=HEADERS)
         switched = [
             e.event for e in rt.store.read_events(sid) if isinstance(e.event, ActiveNodeSwitched)
         ]
         assert [first] == [e.to_node_id for e in switched]
-        assert first == rt.store.read_session(sid).active_node_id
-        # A waiting run is no run in progress: nothing to cancel, said in one line.
-        assert 400 == nothing.status_code
+        # A waiting run can be cancelled (issue 32, item 18): it is re-executed to its wait
+        # and recorded cancelled there.
+        assert 200 == cancelled.status_code, cancelled.text
+        assert "cancelled" == rt.session(sid).info().status
 
 
 def _messages(lines: Any, wanted: int) -> list[tuple[str, Any]]:

@@ -258,7 +258,7 @@ def test_item21_a_huge_call_id_is_clipped_in_the_error(tmp_path: Path) -> None:
 
     with Runtime(tmp_path / "home", tmp_path) as rt:
         sid = waiting_session(rt, [])
-        with TestClient(create_app(rt, csrf=CSRF)) as c:
+        with TestClient(create_app(rt, csrf=CSRF, hosts=["testserver"])) as c:
             out = c.post(
                 f"/api/sessions/{sid}/decide",
                 json={"call_id": "c" * 5_000_000, "decision": "approve"},
