@@ -37,3 +37,12 @@ def test_mypy_strict_finds_nothing_in_the_three_packages() -> None:
     # The packages and strictness come from [tool.mypy] in pyproject.toml.
     result = run("mypy", "--no-incremental")
     assert 0 == result.returncode, result.stdout + result.stderr
+
+
+def test_every_test_module_has_a_basename_of_its_own() -> None:
+    # The suite imports each test file as a top-level module (no __init__.py under tests/):
+    # two files of one name in two folders stop the whole collection.
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {} == {name: paths for name, paths in names.items() if len(paths) > 1}
