@@ -100,10 +100,9 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
         moved_to = new_name(fullname)
         if moved_to is None:
             return None
-        spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(moved_to))
         if importlib.util.find_spec(moved_to) is None:  # the target itself is gone
             return None
-        return spec
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(moved_to))
 
 
 _FINDER = _MovedFinder()
