@@ -1,5 +1,8 @@
 """clew's rows of the crash suite (benchmarks/crash, issue 37) hold, in its ``--quick`` mode.
 
+Two rows: clew's native Team and a Pydantic AI agent wrapped in ``DurableAgent`` (skipped
+when Pydantic AI is not installed). The streamed row (``clew_stream``) is the benchmark's.
+
 The support-desk agent is SIGKILLed at >= 10 points — clew's own fault points, inside the
 refund tool right after its ledger write, in the middle of a model reply, at seeded random
 instants — and resumed; every kill must recover to the right answer with exactly one
@@ -15,10 +18,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_kill_of_the_support_desk_resumes_once_with_nothing_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("system", ["clew", "clew_pai"])
+def test_every_kill_of_the_support_desk_resumes_once_with_nothing_lost(
+    tmp_path: Path, system: str
+) -> None:
+    if system == "clew_pai":
+        pytest.importorskip("pydantic_ai")
     out = tmp_path / "crash.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLEW_", "CRASH_"))}
     env["PYTHONPATH"] = str(ROOT)
@@ -28,7 +38,7 @@ def test_every_kill_of_the_support_desk_resumes_once_with_nothing_lost(tmp_path:
             str(ROOT / "benchmarks" / "crash" / "run.py"),
             "--quick",
             "--systems",
-            "clew",
+            system,
             "--durable-only",
             "--kills",
             "11",

@@ -54,10 +54,11 @@ SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("langgraph", "langchain_openai", "langgraph.checkpoint.sqlite"),
     ),
     "agents": ("sys_agents", ("agents", "openai")),
+    "clew_stream": ("sys_clew_stream", ("actors",)),
+    "clew_pai": ("sys_clew_pai", ("actors", "pydantic_ai")),
 }
 #: Columns the issue asks for that clew does not have yet (printed, never run).
 NOT_YET = {
-    "clew + Pydantic AI": "not in clew yet (issue 36, durable framework agents)",
     "clew + OpenAI Agents SDK": "not in clew yet (issue 36, durable framework agents)",
 }
 TOOL_POINTS = (

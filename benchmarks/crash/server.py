@@ -53,6 +53,8 @@ class Trial:
     answered: int = 0
     arm: Arm | None = None
     in_flight: int = 0
+    #: requests that asked for ``"stream": true`` (server-sent events)
+    streamed: int = 0
     first_at: float = 0.0
     last_at: float = 0.0
     log: list[str] = field(default_factory=list)
@@ -230,6 +232,8 @@ class ModelServer:
                 time.sleep(server.delay)
                 message = scripted_reply(body, serial)
                 if body.get("stream"):
+                    with server.lock:
+                        trial.streamed += 1
                     chunks = stream_chunks(message)
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
