@@ -55,7 +55,7 @@ def test_every_kill_of_the_support_desk_resumes_once_with_nothing_lost(
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert 0 == result.returncode, result.stdout + result.stderr
     (row,) = json.loads(out.read_text())["rows"]
