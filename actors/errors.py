@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eventlog.errors import ClewError, Refused, ReplayDivergence, ToolError
+from eventlog.errors import ClewError, IntegrityError, Refused, ReplayDivergence, ToolError
 
 if TYPE_CHECKING:
     from actors.divergences import FieldDiff
@@ -254,3 +254,9 @@ class ToolCallFailed(ClewError):
     def __init__(self, tool_name: str, error_type: str, message: str) -> None:
         super().__init__(f"tool {tool_name!r} failed: {error_type}: {message}")
         self.error_type = error_type
+
+
+class CheckpointDamaged(IntegrityError):
+    """A LangGraph thread's stored checkpoints cannot be read back as written: an event
+    was changed or removed (the hash chain breaks), or a stored channel value cannot be
+    rebuilt. The message names the thread, the seq or checkpoint and what is wrong."""

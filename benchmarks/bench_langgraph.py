@@ -7,7 +7,9 @@ saves two checkpoints per turn and the ``messages`` channel grows every time. Bo
 savers run at the same durability (SQLite WAL, ``synchronous=NORMAL``: clew's
 ``durability="normal"``), one after the other in this process. Prints the bytes each
 leaves on disk (database + WAL, after closing), the wall time of the whole thread, and
-the ratios; then checks that both read the same final state back. Each run is a fresh
+the ratios, and the time a fresh saver on the closed file takes to read the thread's
+last checkpoint back (a cold read, best of 5: ClewSaver folds the thread's events, following their
+hash chain); then checks that both read the same final state back. Each run is a fresh
 child process; ``--rounds N`` alternates N runs of each and keeps each one's best time.
 
 Not a test: numbers depend on the machine. The target (issue 23): clew ≤ 1/20 of
@@ -68,31 +70,62 @@ def _bytes(paths: list[Path]) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_clew(where: Path, messages: int) -> tuple[int, float, list[Any]]:
+_CONFIG: Any = {"configurable": {"thread_id": "bench"}}
+#: Fresh savers that read the thread back; the best time is kept.
+_COLD_READS = 5
+
+
+def _cold_read(saver: BaseCheckpointSaver[Any]) -> float:
+    """Return the seconds ``saver`` (fresh on the written file) takes to read the last
+    checkpoint back."""
+    t0 = time.perf_counter()
+    found = saver.get_tuple(_CONFIG)
+    took = time.perf_counter() - t0
+    assert found is not None
+    return took
+
+
+def run_clew(where: Path, messages: int) -> tuple[int, float, list[Any], float]:
     home = where / "clew-home"
     with ClewSaver.from_home(home, durability="normal") as saver:
         elapsed, final = _thread(saver, messages)
     files = [f for f in home.rglob("*") if f.is_file() and "locks" not in f.parts]
-    return _bytes(files), elapsed, final
+    size = _bytes(files)
+    reads = []
+    for _ in range(_COLD_READS):
+        with ClewSaver.from_home(home, durability="normal") as saver:
+            reads.append(_cold_read(saver))
+    return size, elapsed, final, min(reads)
 
 
-def run_sqlite(where: Path, messages: int) -> tuple[int, float, list[Any]]:
-    path = where / "langgraph.sqlite"
+def _sqlite_saver(path: Path) -> tuple[sqlite3.Connection, SqliteSaver]:
     conn = sqlite3.connect(str(path), check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    saver = SqliteSaver(conn)
+    return conn, SqliteSaver(conn)
+
+
+def run_sqlite(where: Path, messages: int) -> tuple[int, float, list[Any], float]:
+    path = where / "langgraph.sqlite"
+    conn, saver = _sqlite_saver(path)
     elapsed, final = _thread(saver, messages)
     conn.close()
-    return _bytes([path, Path(f"{path}-wal"), Path(f"{path}-shm")]), elapsed, final
+    size = _bytes([path, Path(f"{path}-wal"), Path(f"{path}-shm")])
+    reads = []
+    for _ in range(_COLD_READS):
+        conn, saver = _sqlite_saver(path)
+        reads.append(_cold_read(saver))
+        conn.close()
+    return size, elapsed, final, min(reads)
 
 
 def _child(name: str, messages: int) -> None:
     """Run one saver's thread in this (fresh) process; print bytes, seconds, message ids."""
     run = run_clew if name == "clew" else run_sqlite
     with tempfile.TemporaryDirectory() as tmp:
-        size, elapsed, final = run(Path(tmp), messages)
-    print(json.dumps({"bytes": size, "seconds": elapsed, "ids": [m.id for m in final]}))
+        size, elapsed, final, read = run(Path(tmp), messages)
+    ids = [m.id for m in final]
+    print(json.dumps({"bytes": size, "seconds": elapsed, "ids": ids, "read": read}))
 
 
 def _in_child(name: str, messages: int) -> dict[str, Any]:
@@ -127,9 +160,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.messages}-message MessagesState thread, {args.messages // 2} invokes,"
         f" best of {args.rounds} run(s) each, each in a fresh process"
     )
-    print(f"{'saver':<12} {'bytes on disk':>14} {'seconds':>9}")
+    print(f"{'saver':<12} {'bytes on disk':>14} {'seconds':>9} {'cold read ms':>13}")
     for label, found in (("SqliteSaver", base), ("ClewSaver", clew)):
-        print(f"{label:<12} {found['bytes']:>14,} {found['seconds']:>9.2f}")
+        read_ms = found["read"] * 1000
+        print(f"{label:<12} {found['bytes']:>14,} {found['seconds']:>9.2f} {read_ms:>13.1f}")
     print(
         f"ratio clew/sqlite: bytes {clew['bytes'] / base['bytes']:.4f}"
         f" (1/{base['bytes'] / clew['bytes']:.0f}), time {clew['seconds'] / base['seconds']:.2f}"

@@ -24,6 +24,7 @@ from actors.cli.options import (
 )
 from actors.cli.output import print_json, print_result
 from actors.cli.recipes import resume_line
+from actors.documents.excerpts import untagged_call_id
 from actors.errors import UsageError
 from actors.orchestration.approvals import Approve, Decision, Deny, Edit
 from actors.runtime.runtime import Runtime
@@ -93,10 +94,10 @@ def _decide(
 
 def _call_named(rt: Runtime, sid: str, typed: str) -> str:
     """Return the tool call of the session's wait that ``typed`` names: its id or a unique
-    prefix of it (``call_712c``); ``typed`` itself when none does (the decision then
-    refuses it, naming it)."""
+    prefix of it (``call_712c``), or the short id the timeline shows; ``typed`` itself when
+    none does (the decision then refuses it, naming it)."""
     known = [c for s in rt.waiting(sid) for c in (*(p.tool_call_id for p in s.pending), *s.decided)]
-    return ids.pick("tool call", typed, known) or typed
+    return ids.pick("tool call", typed, known, alias=untagged_call_id) or typed
 
 
 def _left(rt: Runtime, sid: str) -> list[str]:

@@ -4,7 +4,9 @@ A session is named by its full id, a unique prefix of it (``sess_20261130_2141``
 ``last`` (the newest session of the home). A run, a node or an agent is named by its
 full id, its id relative to the session (``brain:r1``, ``brain:r1:n2``) or a unique
 prefix of either. An exact id always wins over a longer one it is a prefix of
-(``brain:r1`` is the run ``brain:r1``, not ``brain:r10``). A prefix that matches more
+(``brain:r1`` is the run ``brain:r1``, not ``brain:r10``). A tool call is named also by
+the short id ``clew timeline`` and ``clew tail`` show (its id without the provider's tag,
+``a400ce979e_0`` for ``call_a400ce979e_0``) or a unique prefix of that. A prefix that matches more
 than one id is refused (:class:`~actors.errors.AmbiguousId`, exit 2), listing the
 candidates.
 """
@@ -12,12 +14,13 @@ candidates.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import typer
 
+from actors.documents.excerpts import untagged_call_id
 from actors.errors import AmbiguousId, UsageError
 from eventlog.errors import ClewError, UnknownSession, quoted
 from eventlog.ids import qualified, relative, validate_session_id
@@ -31,12 +34,21 @@ LAST: Final = "last"
 SHOWN: Final = 6
 
 
-def pick(kind: str, typed: str, ids: Sequence[str], *, session_id: str | None = None) -> str | None:
+def pick(
+    kind: str,
+    typed: str,
+    ids: Sequence[str],
+    *,
+    session_id: str | None = None,
+    alias: Callable[[str], str] | None = None,
+) -> str | None:
     """Return the one id of ``ids`` that ``typed`` names; None when none does.
 
     Args:
         kind: what the ids are (``run``, ``node``…), for the error message.
         session_id: the ids' session: ``typed`` may then be relative to it.
+        alias: another spelling of each id that ``typed`` may be or start (a tool call's
+            id without its tag, as the timeline shows it); one it equals wins.
 
     Raises:
         AmbiguousId: ``typed`` is a prefix of several ids and equal to none.
@@ -49,10 +61,16 @@ def pick(kind: str, typed: str, ids: Sequence[str], *, session_id: str | None = 
     if session_id is not None and qualified(session_id, typed) in known:
         return qualified(session_id, typed)
 
+    if alias is not None and len(equal := [i for i in ids if alias(i) == typed]) == 1:
+        return equal[0]
+
     def shown(ident: str) -> str:
         return ident if session_id is None else relative(session_id, ident)
 
-    matches = [i for i in ids if i.startswith(typed) or shown(i).startswith(typed)]
+    def spelt(ident: str) -> bool:
+        return ident.startswith(typed) or shown(ident).startswith(typed)
+
+    matches = [i for i in ids if spelt(i) or (alias is not None and alias(i).startswith(typed))]
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -142,15 +160,16 @@ def resolve_node(store: EventStore, sid: str, typed: str) -> str:
 
 
 def resolve_call(store: EventStore, sid: str, typed: str) -> str:
-    """Return the tool call of session ``sid`` that ``typed`` names: its id or a unique
-    prefix (``call_712c``); ``typed`` itself when none does (the command then refuses it,
-    naming it).
+    """Return the tool call of session ``sid`` that ``typed`` names: its id, a unique
+    prefix (``call_712c``), or the short id the timeline shows (``712c…``, the id without
+    its tag, or a unique prefix of that); ``typed`` itself when none does (the command then
+    refuses it, naming it).
 
     Raises:
         AmbiguousId: several tool calls start with ``typed``.
     """
     calls = dict.fromkeys(e.tool_call_id for e in store.iter_events(sid) if e.tool_call_id)
-    return pick("tool call", typed, list(calls)) or typed
+    return pick("tool call", typed, list(calls), alias=untagged_call_id) or typed
 
 
 def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:

@@ -21,7 +21,7 @@ from actors.cli.app import app
 from actors.cli.options import MAX_COUNT, Home, Project, SessionArg, session_from
 from actors.cli.output import on_interrupt
 from actors.documents.excerpts import clip, short
-from actors.documents.summaries import summarise
+from actors.documents.summaries import call_shown, summarise
 from actors.documents.timeline import event_row
 from eventlog.events import EVENT_TYPES, AgentCreated
 from eventlog.ids import task_of
@@ -78,6 +78,8 @@ class TailLines:
         # An event with nothing to summarise (an approval) is named by its tool call id,
         # what `clew approve` and `clew rerun --tool-result` take (as clew timeline does).
         said = summarise(self.sid, e.event) or getattr(e.event, "tool_call_id", None) or ""
+        if call := call_shown(e.event):  # a tool call's row starts with its short id
+            said = f"{call}  {said}"
         return (
             f"{e.seq:>5}  {e.created_at[11:23]:<12}  {self.agent(e.agent_id):<{AGENT_WIDTH}}"
             f"  {e.event_type:<{_EVENT_WIDTH}}  {said}"

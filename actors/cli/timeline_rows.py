@@ -2,7 +2,9 @@
 
 Each row says what a person looks for in it — the role and model of a model call, its
 tokens and how long it took, the tool a call ran and its duration, the node appended,
-the status a run ended with — instead of an opaque ``call_17e6cfd497_0``: the summary
+the status a run ended with — instead of an opaque ``call_17e6cfd497_0`` (a tool call's
+row starts with its short id, ``17e6cfd497_0``, as ``git log --oneline`` starts with a
+commit's: what ``clew approve`` and ``clew rerun --tool-result`` take): the summary
 ``clew tail`` prints (:mod:`actors.documents.summaries`), plus what needs the rows before
 (an approval's decision names the tool and arguments it decides). Durations are
 differences of recorded timestamps (a request and its reply, a tool call's start and end,
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, NamedTuple
 
-from actors.documents.summaries import approval_text, summarise
+from actors.documents.summaries import approval_text, call_shown, summarise
 from eventlog.events import (
     EVENT_TYPES,
     ApprovalDecided,
@@ -41,7 +43,7 @@ from eventlog.records import StoredEvent
 TIMELINE_CHUNK = 200
 #: The longest details cell off a terminal (on one, the row is cut to its width).
 DETAILS = 100
-_ANSI = {"warning": "\x1b[33m", "error": "\x1b[31m", "bold": "\x1b[1m"}
+_ANSI = {"warning": "\x1b[33m", "error": "\x1b[31m", "bold": "\x1b[1m", "dim": "\x1b[2m"}
 _RESET = "\x1b[0m"
 
 
@@ -164,9 +166,17 @@ def print_timeline(
         event = f"{e.event_type:<{w.event}}"
         if color and e.level in _ANSI:
             event = f"{_ANSI[e.level]}{event}{_RESET}"
+        details = describe(e)
+        if call := call_shown(e.event):
+            # A tool call's row starts with its short id (dimmed), a column of its own:
+            # off a terminal the details keep their room, on one the row keeps the width.
+            cut = _one_line(details, room if width is None else max(10, room - len(call) - 2))
+            details = f"{_ANSI['dim']}{call}{_RESET}  {cut}" if color else f"{call}  {cut}"
+        else:
+            details = _one_line(details, room)
         chunk.append(
             f"{e.seq:>{w.seq}}  {e.created_at[11:23]:<12}  {describe.short(e.run_id):<{w.run}}"
-            f"  {run_seq:>{w.seq}}  {event}  {_one_line(describe(e), room)}\n"
+            f"  {run_seq:>{w.seq}}  {event}  {details}\n"
         )
         if len(chunk) == TIMELINE_CHUNK:
             count += _flush(out, chunk)

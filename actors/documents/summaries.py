@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors.documents.excerpts import clip, excerpt, short
+from actors.documents.excerpts import clip, excerpt, short, short_call_id
 from actors.langgraph.linear import split_array
 from eventlog.events import (
     ActiveNodeSwitched,
@@ -166,6 +166,24 @@ def decision_text(decision: str, reason: str, arguments: dict[str, Any] | None, 
     why = f": {reason}" if reason else ""
     edited = f" → {_args(arguments)}" if arguments is not None else ""
     return f"{decision} {by}{why}{edited}"
+
+
+def call_shown(event: Event) -> str:
+    """Return the short tool call id a human row of a tool call starts with, as
+    ``git log --oneline`` starts with a commit's: ``a400ce979e_0`` (what ``clew approve``
+    and ``clew rerun --tool-result`` take); "" for an event of no call. An approval's
+    request is not one: its row ends with the whole id already (what a person decides)."""
+    match event:
+        case (
+            ToolCallStarted(tool_call_id=call)
+            | ToolCallFinished(tool_call_id=call)
+            | ToolFailed(tool_call_id=call)
+            | InDoubtResolved(tool_call_id=call)
+            | ApprovalDecided(tool_call_id=call)
+            | HookDecided(tool_call_id=str() as call)
+        ):
+            return short_call_id(call)
+    return ""
 
 
 def approval_text(event: ApprovalRequested) -> str:

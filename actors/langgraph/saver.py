@@ -3,7 +3,10 @@
 Every LangGraph thread is a clew session (:mod:`actors.langgraph.threads`); ``put``
 appends a ``checkpoint_saved`` event, ``put_writes`` a ``checkpoint_writes`` one, both
 durable when the call returns. Reads fold the thread's events
-(:class:`~actors.langgraph.thread_log.ThreadLog`). See docs/langgraph.md.
+(:class:`~actors.langgraph.thread_log.ThreadLog`). A thread whose stored events were
+changed or removed, or whose values cannot be read back, raises
+:class:`~actors.errors.CheckpointDamaged` naming the thread, the checkpoint or seq, and
+what is wrong. See docs/langgraph.md.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from actors.errors import CheckpointDamaged
 from actors.langgraph.listing import ListQuery, removal_for_runs, removal_keep_latest
 from actors.langgraph.thread_log import ThreadLog
 from actors.langgraph.threads import Threads, session_id_for
@@ -230,6 +234,17 @@ class ClewSaver(BaseCheckpointSaver[str]):
         return found
 
     def _tuple(self, log: ThreadLog, event: CheckpointSaved) -> CheckpointTuple:
+        try:
+            return self._read_tuple(log, event)
+        except CheckpointDamaged as e:
+            raise CheckpointDamaged(f"checkpoint {event.checkpoint_id}: {e}") from e
+        except ValueError as e:  # the serde's: bytes that decode to no value
+            raise CheckpointDamaged(
+                f"checkpoint {event.checkpoint_id} of LangGraph thread {event.thread_id!r}"
+                f" (session {log.session_id}) cannot be read back: {e}"
+            ) from e
+
+    def _read_tuple(self, log: ThreadLog, event: CheckpointSaved) -> CheckpointTuple:
         ns = event.checkpoint_ns
         checkpoint = self.serde.loads_typed((event.checkpoint_type, event.checkpoint))
         values: dict[str, Any] = {}

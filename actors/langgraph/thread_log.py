@@ -4,13 +4,16 @@ A :class:`ThreadLog` folds a session's ``checkpoint_saved``, ``checkpoint_writes
 ``checkpoints_removed`` events in ``seq`` order; the saver keeps one per thread it
 touched and folds only the events it has not seen yet, so a read costs what was
 written since the last one, not the whole history. Nothing here imports LangGraph: the
-values stay serialised (a serde type name and its bytes).
+values stay serialised (a serde type name and its bytes). A value that cannot be rebuilt
+(an increment whose base no event stores, one that is not a msgpack array) raises
+:class:`~actors.errors.CheckpointDamaged` naming the thread, the seq and what is wrong.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
+from actors.errors import CheckpointDamaged
 from actors.langgraph.linear import increment, rebuild
 from eventlog.graph_events import (
     ChannelBlob,
@@ -35,14 +38,18 @@ _FULL_CACHE = 8
 class ThreadLog:
     """The fold of one thread's events (one clew session)."""
 
-    def __init__(self, session_id: str, created_at: str) -> None:
+    def __init__(self, session_id: str, created_at: str, thread_id: str | None = None) -> None:
         self.session_id = session_id
+        #: The LangGraph thread id, for the errors (the session id when not given).
+        self.thread_id = thread_id or session_id
         #: The session row's ``created_at``: a thread deleted and made again differs.
         self.created_at = created_at
         self.last_seq = 0
         #: checkpoint_ns → checkpoint_id → the event that saved it.
         self.checkpoints: dict[str, dict[str, CheckpointSaved]] = {}
         self.blobs: dict[BlobKey, ChannelBlob] = {}
+        #: The seq of the event that stored each blob (an error names it).
+        self.blob_seqs: dict[BlobKey, int] = {}
         #: (checkpoint_ns, channel) → the version stored last (the base of the next one).
         self.latest: dict[tuple[str, str], Version] = {}
         #: (checkpoint_ns, checkpoint_id) → (task_id, idx) → the write.
@@ -57,7 +64,8 @@ class ThreadLog:
             ns = event.checkpoint_ns
             self.checkpoints.setdefault(ns, {})[event.checkpoint_id] = event
             for blob in event.channels:
-                self.blobs[(ns, blob.channel, blob.version)] = blob
+                self.blobs[key := (ns, blob.channel, blob.version)] = blob
+                self.blob_seqs[key] = stored.seq
                 self.latest[(ns, blob.channel)] = blob.version
         elif isinstance(event, CheckpointWrites):
             self._apply_writes(event)
@@ -82,7 +90,11 @@ class ThreadLog:
 
     def value(self, ns: str, channel: str, version: Version) -> Typed | None:
         """Return the serialised value of ``channel`` at ``version``, or None if absent
-        (never stored, or stored as ``empty``)."""
+        (never stored, or stored as ``empty``).
+
+        Raises:
+            CheckpointDamaged: the value is an increment that cannot be rebuilt.
+        """
         key = (ns, channel, version)
         blob = self.blobs.get(key)
         if blob is None or blob.type == "empty":
@@ -101,20 +113,41 @@ class ThreadLog:
         increments: list[bytes] = []
         blob = self.blobs[key]
         base: bytes | None = None
+        at = key
         while blob.extends is not None:
             increments.append(blob.data)
             prior = (ns, channel, blob.extends)
             base = self._full.get(prior)
             if base is not None:
                 break
-            blob = self.blobs[prior]
+            older = self.blobs.get(prior)
+            if older is None:
+                raise self.damaged(
+                    at,
+                    f"it extends version {blob.extends}, which no event of the thread stores"
+                    " (an event was removed)",
+                )
+            blob, at = older, prior
         if base is None:
             base = blob.data
-        full = rebuild(base, increments[::-1])
+        try:
+            full = rebuild(base, increments[::-1])
+        except ValueError as e:
+            raise self.damaged(key, f"it cannot be rebuilt: {e}") from e
         self._full[key] = full
         if len(self._full) > _FULL_CACHE:
             self._full.popitem(last=False)
         return full
+
+    def damaged(self, key: BlobKey, what: str) -> CheckpointDamaged:
+        """Return the error saying the stored value ``key`` is damaged and how."""
+        ns, channel, version = key
+        where = f" in namespace {ns!r}" if ns else ""
+        return CheckpointDamaged(
+            f"LangGraph thread {self.thread_id!r} (session {self.session_id}): the value of"
+            f" channel {channel!r}{where} at version {version}, stored at seq"
+            f" {self.blob_seqs.get(key, '?')}, is damaged: {what}"
+        )
 
     def encode(self, ns: str, channel: str, version: Version, typed: Typed) -> ChannelBlob:
         """Return the blob to store for ``channel``'s new value: the increment over the

@@ -4,8 +4,11 @@ One session per thread. Its id is derived from the thread id (:func:`session_id_
 the thread id itself is kept in the session's metadata (``langgraph_thread_id``), which
 is how the saver finds every thread of a home. :class:`Threads` keeps the fold of each
 thread it touched (:class:`~actors.langgraph.thread_log.ThreadLog`) and brings it up to
-date from the store before each use, so several processes may share a home.
-Nothing here imports LangGraph.
+date from the store before each use, so several processes may share a home. A fold made
+from nothing follows the session's hash chain as it reads (as ``clew verify`` does): an
+event changed or removed since it was written raises
+:class:`~actors.errors.CheckpointDamaged` naming the thread and the seq, instead of
+handing LangGraph the changed bytes. Nothing here imports LangGraph.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from actors.errors import CheckpointDamaged
 from actors.langgraph.listing import copied
 from actors.langgraph.thread_log import ThreadLog
 from eventlog.clock import Clock
-from eventlog.errors import ClewError, UnknownSession
+from eventlog.errors import ClewError, IntegrityError, UnknownSession
 from eventlog.events import Event, SessionCreated
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
 from eventlog.store import EventStore, SessionDeletion
@@ -86,13 +90,21 @@ class Threads:
         with self._guard:
             log = self._logs.get(sid)
             if log is None or log.created_at != row.created_at:
-                log = ThreadLog(sid, row.created_at)
+                log = ThreadLog(sid, row.created_at, thread_id)
             self._logs[sid] = log
             self._logs.move_to_end(sid)
             while len(self._logs) > _MAX_LOGS:
                 self._logs.popitem(last=False)
-        for stored in self._store.read_events(sid, after_seq=log.last_seq):
-            log.apply(stored)
+        if log.last_seq:  # the rest, after events this fold has read or written already
+            for stored in self._store.read_events(sid, after_seq=log.last_seq):
+                log.apply(stored)
+            return log
+        try:  # from nothing: the hash chain is followed from the first event to the head
+            for stored in self._store.iter_events(sid):
+                log.apply(stored)
+        except IntegrityError as e:
+            self._drop(sid)  # a fold of part of the thread is not kept
+            raise CheckpointDamaged(f"LangGraph thread {thread_id!r}: {e}") from e
         return log
 
     def _create(self, sid: str, thread_id: str) -> SessionRow:

@@ -20,7 +20,9 @@ per process. Its loop, every ``poll_s``:
    it). If its run had started, the session is resumed through the ordinary resume path
    (recorded model replies are served from the log, never asked again; a non-idempotent
    tool that may have run waits for a decision); if the run had ended, the row is just
-   marked done; if it never started, it goes back to the queue.
+   marked done; if it never started, it goes back to the queue. An orphan naming a
+   recipe this process lacks is not adopted: it stays for a process that has it (one
+   that once ran it had it), which adopts it when it starts.
 2. **Take** queued runs while fewer than ``concurrency`` are in progress, each on a
    thread of its own, in its own session (a new one, or the one it names).
 
@@ -224,6 +226,7 @@ class Server:
         self.report = ServeReport()
         self._active: dict[Future[None], int] = {}
         self._busy: dict[int, QueuedRun] = {}  # adopted, session lease not free yet
+        self._left: set[int] = set()  # orphans left for a process with their recipes
 
     def serve(self, stop: threading.Event) -> ServeReport:
         """Run until ``stop`` is set; return what was done."""
@@ -262,7 +265,7 @@ class Server:
         candidates = list(self._busy.values())
         self._busy.clear()
         for orphan in self.coord.orphans():
-            if orphan.owner is None or orphan.owner == self.owner:
+            if orphan.owner is None or orphan.owner == self.owner or self._lacks(orphan):
                 continue
             adopted = self.coord.adopt(orphan.id, orphan.owner, self.owner)
             if adopted is not None:
@@ -270,6 +273,21 @@ class Server:
                 candidates.append(adopted)
         for entry in candidates:
             self._active[pool.submit(self._guarded, self._recover_one, entry)] = entry.id
+
+    def _lacks(self, orphan: QueuedRun) -> bool:
+        """True when this process lacks a recipe ``orphan`` names: adopting it would end
+        it ``error`` and leave its session interrupted although the process that ran it
+        had the recipe; it is left for one that has it (said once per row)."""
+        try:
+            self.recipes.check(orphan.spec())
+        except UsageError as e:
+            if orphan.id not in self._left:
+                self._left.add(orphan.id)
+                who = f"queued run {orphan.id} of {orphan.owner}"
+                self._say(f"{who} left to a serve with its recipes: {e}")
+                _log.warning("orphan not adopted", queue_id=orphan.id, error=str(e))
+            return True
+        return False
 
     def _guarded(self, job: Callable[[QueuedRun], None], entry: QueuedRun) -> None:
         """Run ``job``; any failure to run it (a refusal, a store failure, a recipe that

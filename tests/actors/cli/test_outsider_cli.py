@@ -17,6 +17,7 @@ from _cli_helpers import Where, invoke, run_process, script_model
 from _processes import child_env
 
 from actors import Runtime, ScriptedModel, tool
+from actors.documents.excerpts import short_call_id
 
 # --- a session an application made, waiting for an approval -----------------------------
 
@@ -288,3 +289,28 @@ def test_item11_rerun_names_the_runs_tool_calls_when_one_is_unknown(empty: Where
     refused = invoke(empty, "rerun", "last", "--tool-result", f"call_nope={result_file}")
     assert 2 == refused.code
     assert re.search(r"its tool calls: call_\w+ \(lookup\)", refused.err), refused.err
+
+
+def test_item11_timeline_and_tail_show_a_short_call_id_that_rerun_and_approve_take(
+    empty: Where,
+) -> None:
+    sid = invoke(empty, "demo", "--json").json()["session_id"]
+    events = invoke(empty, "timeline", sid, "--type", "tool_call_started", "--json").json()
+    call = events["events"][0]["tool_call_id"]  # the JSON keeps the whole id
+    shown = short_call_id(call)
+    assert (True, False) == (call.startswith("call_"), shown.startswith("call_")), call
+    timeline = invoke(empty, "timeline", sid, "--no-pager").out.splitlines()
+    tail = invoke(empty, "tail", sid).out.splitlines()
+    for rows in (timeline, tail):
+        for kind in ("tool_call_started", "tool_call_finished"):
+            (row,) = [r for r in rows if f"  {kind} " in r and f"  {shown}  " in r]
+            assert re.search(rf"  {shown}  (lookup|save_note) ", row), row
+            assert call not in row  # the row shows the short id, not the whole one
+    result_file = empty.project / "r.json"
+    result_file.write_text('"other facts"')
+    rerun = invoke(empty, "rerun", sid, "--tool-result", f"{shown}={result_file}", "--json")
+    assert 0 == rerun.code, rerun.err
+    # An approval is decided by the short id too (its request's row ends with the whole id).
+    app_sid, (pending,) = _app_session(empty)
+    approved = invoke(empty, "approve", app_sid, short_call_id(pending), "--json")
+    assert (0, pending) == (approved.code, approved.json().get("tool_call_id")), approved.err
