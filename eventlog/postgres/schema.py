@@ -284,10 +284,23 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE nodes ALTER COLUMN content_json DROP NOT NULL;
     """,
     _seed_columns,
+    # Version 5: an artifact's bytes beyond its first chunk (eventlog.postgres.blobs); a
+    # blob written before has none and reads as it is.
+    """
+    CREATE TABLE IF NOT EXISTS artifact_chunks (
+        path TEXT NOT NULL REFERENCES artifact_blobs ON DELETE CASCADE,
+        chunk_no INTEGER NOT NULL,
+        byte_offset BIGINT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (path, chunk_no)
+    );
+    """,
 ]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The first version whose artifacts may be in chunks (``artifact_chunks``).
+CHUNKED_ARTIFACTS = 5
 #: The oldest version a read-only store reads without migrating it (version 1 lacks only
 #: the ``deleted_sessions`` audit: no deletion is recorded there).
 OLDEST_READABLE = 1
