@@ -35,7 +35,7 @@ CHUNK_BYTES = 4 * 1024 * 1024
 
 _INSERT = (
     "INSERT INTO artifact_blobs (path, session_id, sha256, data) VALUES (%s, %s, %s, %b)"
-    " ON CONFLICT (path) DO NOTHING RETURNING 1"
+    " ON CONFLICT (path) DO NOTHING"
 )
 _INSERT_CHUNK = (
     "INSERT INTO artifact_chunks (path, chunk_no, byte_offset, data) VALUES (%s, %s, %s, %b)"
@@ -72,10 +72,17 @@ _RANGE = (
 
 def _insert(conn: psycopg.Connection[Any], rel: str, sid: str, sha: str, data: bytes) -> None:
     """Insert the blob ``rel`` in chunks, unless it is stored already (the same bytes: the
-    path is their hash; then only its first chunk crossed the wire)."""
+    path is their hash; then only its first chunk crossed the wire).
+
+    A blob of one chunk (nearly every one) is one statement whose result is never waited
+    for; only a longer one asks whether its row was new before sending the rest.
+    """
     view = memoryview(data)  # its slices are the chunks, without a copy of ``data``
     size = CHUNK_BYTES
-    if conn.execute(_INSERT, (rel, sid, sha, view[:size])).fetchone() is not None:
+    head = (rel, sid, sha, view[:size])
+    if len(data) <= size:
+        conn.execute(_INSERT, head)
+    elif conn.execute(_INSERT + " RETURNING 1", head).fetchone() is not None:
         for no, offset in enumerate(range(size, len(data), size), start=1):
             conn.execute(_INSERT_CHUNK, (rel, no, offset, view[offset : offset + size]))
 
