@@ -136,6 +136,7 @@ def test_item20_a_blob_stored_in_one_row_before_chunks_still_reads(
     pg_url: str, small_chunks: None
 ) -> None:
     from eventlog.postgres import PostgresStore  # noqa: PLC0415
+    from eventlog.postgres.schema import CHUNKED_ARTIFACTS  # noqa: PLC0415
 
     data = BIG.encode()
     store = PostgresStore(pg_url)
@@ -144,7 +145,7 @@ def test_item20_a_blob_stored_in_one_row_before_chunks_still_reads(
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as clew before schema 5 left it
         conn.execute("UPDATE artifact_blobs SET data = %s WHERE path = %s", (data, path))
         conn.execute("DROP TABLE artifact_chunks")
-        conn.execute("UPDATE clew_schema SET version = 4")
+        conn.execute("UPDATE clew_schema SET version = %s", (CHUNKED_ARTIFACTS - 1,))
     old = PostgresStore(pg_url, read_only=True)
     assert data == old.artifacts.read(path)
     assert data[CHUNK : CHUNK + 10] == old.artifacts.read_range(path, CHUNK, 10)
