@@ -11,9 +11,10 @@ Prints, in one run, for a session whose one worker calls a tool returning a text
   file with fsync in the same process (the floor of storing them once, durably).
 
 Each case runs in a fresh child process (peak RSS is per process). Not a test: numbers
-depend on the machine.
+depend on the machine. ``--store URL`` runs it on a PostgreSQL database instead (an empty
+one: its growth is reported as the database's bytes; artifacts are rows there, in chunks).
 
-    python benchmarks/bench_large_result.py [--mb 50]
+    python benchmarks/bench_large_result.py [--mb 50] [--store postgresql://…]
 """
 
 from __future__ import annotations
@@ -51,7 +52,15 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def child(work: Path, mb: int) -> dict[str, float]:
+def _pg_bytes(url: str) -> int:
+    import psycopg  # noqa: PLC0415 - the postgres extra, only with --store
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0
+
+
+def child(work: Path, mb: int, store: str | None = None) -> dict[str, float]:
     """Run the session in this process; return the measures."""
     size = mb * 1_000_000
     line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?\n"
@@ -95,7 +104,8 @@ def child(work: Path, mb: int) -> dict[str, float]:
     floor_s = time.perf_counter() - t0
     floor_path.unlink()
     home = work / "home"
-    with Runtime(home, work / "project") as rt:
+    pg_before = _pg_bytes(store) if store else 0
+    with Runtime(home, work / "project", store=store) as rt:
         session = rt.new_session()
         before = _rss_mb()
         t0 = time.perf_counter()
@@ -105,6 +115,8 @@ def child(work: Path, mb: int) -> dict[str, float]:
     box.clear()
     del text
     db = sum(p.stat().st_size for p in home.glob("sessions.sqlite*"))
+    if store:
+        db = _pg_bytes(store) - pg_before
     artifacts = _dir_bytes(home / "artifacts") if (home / "artifacts").exists() else 0
     return {
         "size": size,
@@ -121,14 +133,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=50)
     parser.add_argument("--child", type=Path)
+    parser.add_argument("--store", help="a postgresql:// URL of an empty database")
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(child(args.child, args.mb)))
+        print(json.dumps(child(args.child, args.mb, args.store)))
         return
+    extra = ["--store", args.store] if args.store else []
     with tempfile.TemporaryDirectory(prefix="clew-bench-large-") as tmp:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         done = subprocess.run(
-            [sys.executable, __file__, "--mb", str(args.mb), "--child", tmp],
+            [sys.executable, __file__, "--mb", str(args.mb), "--child", tmp, *extra],
             env=env,
             check=True,
             capture_output=True,
@@ -141,7 +155,8 @@ def main() -> None:
     print(f"one tool result of {size_mb:.0f} MB in a run (worker → tool → answer)")
     print("| measure | value | × result size |")
     print("|---|---|---|")
-    print(f"| sessions.sqlite (+ -wal) | {m['db'] / 1e6:.1f} MB | {m['db'] / m['size']:.2f} |")
+    db = "PostgreSQL database growth" if args.store else "sessions.sqlite (+ -wal)"
+    print(f"| {db} | {m['db'] / 1e6:.1f} MB | {m['db'] / m['size']:.2f} |")
     print(f"| artifact files | {m['artifacts'] / 1e6:.1f} MB | {m['artifacts'] / m['size']:.2f} |")
     print(f"| home, total | {total / 1e6:.1f} MB | {total / m['size']:.2f} |")
     print(f"| RSS before the run | {m['rss_before']:.0f} MB | - |")

@@ -51,7 +51,8 @@ class DeletedSession(UnknownSession):
 
 
 class ReadOnlyStore(Refused, StoreError):
-    """A write was asked of a store or runtime opened read-only: nothing was written."""
+    """A write was asked of a store or runtime opened read-only, or of a PostgreSQL role
+    the server does not let write: nothing was written."""
 
 
 class IntegrityError(ClewError):

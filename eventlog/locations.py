@@ -25,6 +25,16 @@ def is_postgres_url(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(PG_SCHEMES)
 
 
+def store_name(location: str | Path) -> str:
+    """Name the store at ``location`` for a sentence: ``the clew home DIR``, or ``the store
+    URL`` with the URL's password left out."""
+    if is_postgres_url(location):
+        from eventlog.postgres.connections import redact  # noqa: PLC0415 - a URL only
+
+        return f"the store {redact(str(location))}"
+    return f"the clew home {location}"
+
+
 def open_store(location: str | Path, **options: Any) -> EventStore:
     """Open the store at ``location``: a ``postgresql://`` URL → ``PostgresStore``; a path
     → the SQLite store of that clew home (``<home>/sessions.sqlite``, artifacts beside it),

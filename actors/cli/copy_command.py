@@ -71,7 +71,8 @@ def copy(
     project_dir = Path(project).expanduser() if project else Path.cwd()
     _check_opens(src, "--from", read_only=True)
     _check_opens(dst, "--to", read_only=False)
-    results = copy_sessions(src, dst, sessions or [], project_dir)
+    pin = project is not None  # given: the copy's Task WAL files go there
+    results = copy_sessions(src, dst, sessions or [], project_dir, pin_project=pin)
     if as_json:
         print_json({"sessions": [msgspec.to_builtins(r) for r in results]})
         return

@@ -36,7 +36,7 @@ from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ReadOnlyStore, StoreError
 from eventlog.ids import DerivedIds, IdSource, validate_session_id
-from eventlog.locations import is_postgres_url, open_store
+from eventlog.locations import is_postgres_url, open_store, store_name
 from eventlog.sqlite import Durability, SQLiteStore
 from eventlog.store import EventStore
 from eventlog.taskwal import wal_dir
@@ -243,9 +243,11 @@ class Engine:
         return SessionLock(self.home / "locks" / f"{session_id}.lock")
 
     def refuse_if_read_only(self, what: str) -> None:
-        """Raise ``ReadOnlyStore`` naming ``what`` when the home was opened read-only."""
+        """Raise ``ReadOnlyStore`` naming ``what`` and the store (the home, or the
+        PostgreSQL URL without its password) when it was opened read-only."""
         if self.read_only:
-            raise ReadOnlyStore(f"the clew home {self.home} is open read-only: {what} refused")
+            where = store_name(self.location)
+            raise ReadOnlyStore(f"{where} is open read-only: {what} refused")
 
     def own(self, session_id: str) -> SessionLock:
         """Take the session's owner lock and its lease (``SessionBusy`` if another process

@@ -54,7 +54,11 @@ record with their recorded ``at`` times (:class:`_RecordedClock`), so their line
 the source's lines.
 
 A session already on the target is skipped when it is identical (events and Task WALs),
-and refused otherwise (``CopyRefused``: exit 2), before anything is written.
+and refused otherwise (``CopyRefused``: exit 2). Every session to copy is checked first
+(its events and its Task WALs against the target's), so a refusal comes before anything
+is written; a failure while writing names the sessions copied before it. Task WALs copied
+to a home go to ``project_dir`` when ``pin_project`` (the CLI's ``--project``), else to
+the session's recorded project directory when it exists on this host.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ from actors.tasks.agreement import disagreements, run_wal_name
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from actors.tasks.plan_file import plan_dir
-from eventlog.errors import ClewError, DeletedSession, IntegrityError
+from eventlog.errors import ClewError, DeletedSession, IntegrityError, Refused, StoreError
 from eventlog.events import ArtifactCreated, ResumedPastDivergence, SessionArchived
 from eventlog.ids import owning_main_run, validate_session_id
 from eventlog.locations import is_postgres_url, open_store
@@ -437,9 +441,13 @@ class _RecordedClock:
 class Endpoint:
     """One side of a copy: its store and where each session's Task WALs live."""
 
-    def __init__(self, location: str | Path, project_dir: Path, *, read_only: bool) -> None:
+    def __init__(
+        self, location: str | Path, project_dir: Path, *, read_only: bool, pin_project: bool = False
+    ) -> None:
         self.location = str(location)
         self.project_dir = project_dir
+        #: Task WAL files go to ``project_dir`` whatever the session's recorded directory.
+        self.pin_project = pin_project
         # No threshold on the target: the source's blocks were externalised already.
         self.store: EventStore = open_store(
             location, read_only=read_only, artifact_threshold=sys.maxsize
@@ -452,13 +460,12 @@ class Endpoint:
 
     def wals(self, cwd: str) -> TaskWals:
         """The session's Task WALs: the table, or the files of its recorded project
-        directory (this host's ``--project`` when that directory is not here)."""
+        directory (``project_dir`` when pinned there, or when that directory is not here)."""
         if self._table is not None:
             return self._table
         recorded = Path(cwd)
-        return FileWals(
-            recorded if recorded.is_absolute() and recorded.is_dir() else self.project_dir
-        )
+        here = recorded.is_absolute() and recorded.is_dir() and not self.pin_project
+        return FileWals(recorded if here else self.project_dir)
 
     def close(self) -> None:
         close_wals = getattr(self._table, "close", None)
@@ -468,28 +475,69 @@ class Endpoint:
 
 
 def copy_sessions(
-    source: str | Path, target: str | Path, session_ids: Sequence[str], project_dir: Path
+    source: str | Path,
+    target: str | Path,
+    session_ids: Sequence[str],
+    project_dir: Path,
+    *,
+    pin_project: bool = False,
 ) -> list[CopyResult]:
     """Copy ``session_ids`` (every session of the source when empty) from ``source`` to
-    ``target`` (each a clew home or a ``postgresql://`` URL).
+    ``target`` (each a clew home or a ``postgresql://`` URL). ``pin_project``: a home's
+    Task WALs go to ``project_dir``, whatever each session's recorded directory.
+
+    Every session is checked before the first is written: a refusal says nothing was
+    copied, and it is true. A failure while writing names the sessions copied before it.
 
     Raises:
-        CopyRefused: a session on the target differs from the source's.
+        CopyRefused: a session (or a Task WAL) on the target differs from the source's.
         UnknownSession: the source has no such session.
         StoreError: a store cannot be opened, read or written.
     """
     src = Endpoint(source, project_dir, read_only=True)
     try:
-        dst = Endpoint(target, project_dir, read_only=False)
+        dst = Endpoint(target, project_dir, read_only=False, pin_project=pin_project)
         try:
             sids = list(session_ids) or [r.session_id for r in src.store.list_sessions()]
             for sid in sids:
                 src.store.read_session(validate_session_id(sid))  # UnknownSession first
-            return [_copy_one(src, dst, sid) for sid in sids]
+            present: dict[str, CopyResult] = {}
+            for sid in sids:  # one session's events in memory at a time
+                try:
+                    same = check_landing(dst, read_image(src, sid))
+                except CopyRefused as e:
+                    raise CopyRefused(f"{e}; nothing was copied") from e
+                if same is not None:
+                    present[sid] = same
+            return _copy_checked(src, dst, sids, present)
         finally:
             dst.close()
     finally:
         src.close()
+
+
+def _copy_checked(
+    src: Endpoint, dst: Endpoint, sids: Sequence[str], present: dict[str, CopyResult]
+) -> list[CopyResult]:
+    """Copy the checked ``sids`` (those in ``present`` are on the target already)."""
+    results: list[CopyResult] = []
+    for sid in sids:
+        if sid in present:
+            results.append(present[sid])
+            continue
+        try:
+            results.append(land_image(dst, read_image(src, sid), src.store.artifacts.read))
+        except (CopyRefused, StoreError) as e:
+            copied = [r.session_id for r in results if r.outcome == "copied"]
+            done = (
+                f"; copied before it (on the target, verified): {', '.join(copied)}"
+                if copied
+                else "; nothing was copied"
+            )
+            # A refusal stays one (exit 2: a role that may not write), a failure one (1).
+            again = CopyRefused if isinstance(e, Refused) else StoreError
+            raise again(f"{e}{done}") from e
+    return results
 
 
 def _wal_records(end: Endpoint, sid: str, cwd: str) -> dict[str, list[WalRecord]]:
@@ -542,28 +590,41 @@ def land_image(
         CopyRefused: ``dst`` holds a different session of that id, or the copy is wrong.
     """
     sid, events, wal_records = image.session_id, image.events, image.wals
-    if dst.store.session_exists(sid):
-        same = events == list(dst.store.iter_events(sid))
-        if same and wal_records == _wal_records(dst, sid, image.cwd):
-            return image.result("identical")
-        raise CopyRefused(
-            f"session {sid} already exists on the target and differs from the source;"
-            " nothing was copied (remove it there first)"
-        )
-    to_write = _wals_to_write(dst.wals(image.cwd), sid, wal_records)  # refuses before writing
+    same = check_landing(dst, image)  # refuses before writing
+    if same is not None:
+        return same
+    to_write = _wals_to_write(dst, sid, image.cwd, wal_records)
     for art in image.artifacts():
         data = read_artifact(art.path)
         rel, _, _ = dst.store.artifacts.write(sid, data, ext=art.path.rsplit(".", 1)[-1])
         if rel != art.path:  # pragma: no cover - content-addressed on both backends
             raise CopyRefused(f"artifact {art.path} of {sid} lands at {rel} on the target")
+        del data  # before the next is read: one artifact in memory at a time
     _append_all(dst.store, sid, events)
     _copy_wals(dst.wals(image.cwd), sid, to_write)
     _check_copy(dst, sid, events, wal_records, image.cwd)
     return image.result("copied")
 
 
-def _copy_one(src: Endpoint, dst: Endpoint, sid: str) -> CopyResult:
-    return land_image(dst, read_image(src, sid), src.store.artifacts.read)
+def check_landing(dst: Endpoint, image: SessionImage) -> CopyResult | None:
+    """Return ``identical`` when ``dst`` holds ``image`` already, None when it can be
+    written there; write nothing.
+
+    Raises:
+        CopyRefused: ``dst`` holds a different session of that id, or a different Task
+            WAL of it.
+    """
+    sid = image.session_id
+    if dst.store.session_exists(sid):
+        same = image.events == list(dst.store.iter_events(sid))
+        if same and image.wals == _wal_records(dst, sid, image.cwd):
+            return image.result("identical")
+        raise CopyRefused(
+            f"session {sid} already exists on the target and differs from the source;"
+            " it is not copied (remove it there first)"
+        )
+    _wals_to_write(dst, sid, image.cwd, image.wals)
+    return None
 
 
 def _append_all(store: EventStore, sid: str, events: Sequence[StoredEvent]) -> None:
@@ -583,10 +644,22 @@ def _append_all(store: EventStore, sid: str, events: Sequence[StoredEvent]) -> N
 
 
 def _wals_to_write(
-    wals: TaskWals, sid: str, wal_records: dict[str, list[WalRecord]]
+    dst: Endpoint, sid: str, cwd: str, wal_records: dict[str, list[WalRecord]]
 ) -> dict[str, list[WalRecord]]:
     """The WALs the target lacks; one it holds already must be the source's, line for line
     (the same project directory on one host: the files are shared)."""
+    wals = dst.wals(cwd)
+    elsewhere = (
+        ""
+        if dst.pin_project or is_postgres_url(dst.location)
+        else " (--project DIR puts the copy's Task WALs in another project directory)"
+    )
+    extra = sorted(set(wals.names(sid)) - set(wal_records))
+    if extra:
+        raise CopyRefused(
+            f"the target already holds a Task WAL {extra[0]} of {sid} the source does not"
+            f" ({wals.location(sid, extra[0])}); it is not copied{elsewhere}"
+        )
     out: dict[str, list[WalRecord]] = {}
     for name, records in wal_records.items():
         there = wals.replay(sid, name, repair=False).records
@@ -595,7 +668,7 @@ def _wals_to_write(
         elif there != records:
             raise CopyRefused(
                 f"the target already holds a different Task WAL {name} of {sid}"
-                f" ({wals.location(sid, name)}); nothing was copied"
+                f" ({wals.location(sid, name)}); it is not copied{elsewhere}"
             )
     return out
 

@@ -20,24 +20,35 @@ try:
 except ImportError as e:  # pragma: no cover - the extra is installed in the tests
     raise ImportError("the PostgreSQL store needs psycopg 3: pip install 'clew[postgres]'") from e
 
-from eventlog.errors import ClewError, StoreError
+from eventlog.errors import ClewError, ReadOnlyStore, StoreError
 
 #: The first row whose classes match gives the sentence (as in eventlog.sqlite.transaction).
 TRANSLATIONS: tuple[tuple[tuple[type[Exception], ...], str], ...] = (
     ((pg_errors.IntegrityConstraintViolation,), "constraint violated"),
     ((pg_errors.ReadOnlySqlTransaction,), "the connection is read-only"),
+    ((pg_errors.InsufficientPrivilege,), "refused to this role"),
     ((pg_errors.DiskFull,), "disk full"),
     ((psycopg.OperationalError,), "cannot reach or use the database"),
 )
 
 
+#: What the server refuses this role or connection (a role with only ``SELECT``, a
+#: read-only connection): a refusal, ``ReadOnlyStore`` (the CLI exits 2), not a failure.
+REFUSALS: tuple[type[Exception], ...] = (
+    pg_errors.ReadOnlySqlTransaction,
+    pg_errors.InsufficientPrivilege,
+)
+
+
 def translate_error(e: BaseException, what: str) -> StoreError:
-    """Return the ``StoreError`` for a psycopg error ``e`` raised while doing ``what``."""
+    """Return the ``StoreError`` for a psycopg error ``e`` raised while doing ``what``
+    (a ``ReadOnlyStore`` for one of :data:`REFUSALS`)."""
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    kind = ReadOnlyStore if isinstance(e, REFUSALS) else StoreError
     for classes, sentence in TRANSLATIONS:
         if isinstance(e, classes):
-            return StoreError(f"{what}: {sentence} ({first})")
-    return StoreError(f"{what}: {type(e).__name__}: {first}")
+            return kind(f"{what}: {sentence} ({first})")
+    return kind(f"{what}: {type(e).__name__}: {first}")
 
 
 @contextmanager

@@ -149,6 +149,18 @@ def _rebuild(conn: Conn, table: str) -> None:
             )
 
 
+#: Version 5: an artifact's bytes beyond its first chunk (:mod:`eventlog.postgres.blobs`);
+#: a blob written before has none and reads as it is.
+_ARTIFACT_CHUNKS = """
+    CREATE TABLE IF NOT EXISTS artifact_chunks (
+        path TEXT NOT NULL REFERENCES artifact_blobs ON DELETE CASCADE,
+        chunk_no INTEGER NOT NULL,
+        byte_offset BIGINT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (path, chunk_no)
+    );
+    """
+
 MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE sessions (
@@ -284,10 +296,13 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE nodes ALTER COLUMN content_json DROP NOT NULL;
     """,
     _seed_columns,
+    _ARTIFACT_CHUNKS,
 ]
 
 #: The schema version this code writes.
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The first version whose artifacts may be in chunks (``artifact_chunks``).
+CHUNKED_ARTIFACTS = MIGRATIONS.index(_ARTIFACT_CHUNKS) + 1
 #: The oldest version a read-only store reads without migrating it (version 1 lacks only
 #: the ``deleted_sessions`` audit: no deletion is recorded there).
 OLDEST_READABLE = 1

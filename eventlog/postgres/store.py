@@ -20,6 +20,7 @@ from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import Connections, redact, translate_errors
 from eventlog.postgres.reads import PostgresReads
 from eventlog.postgres.schema import (
+    CHUNKED_ARTIFACTS,
     OLDEST_READABLE,
     SCHEMA_VERSION,
     check_not_newer,
@@ -76,7 +77,7 @@ class PostgresStore(PostgresReads):
             raise
         conn.close()
         super().__init__(connections, seed_columns=version >= 4)
-        self._blobs = BlobArtifacts(connections)
+        self._blobs = BlobArtifacts(connections, chunked=version >= CHUNKED_ARTIFACTS)
         self._append = BatchAppend(connections.writer, self._blobs, artifact_threshold, fault_hook)
 
     def __repr__(self) -> str:
@@ -84,7 +85,8 @@ class PostgresStore(PostgresReads):
 
     @property
     def artifacts(self) -> BlobArtifacts:
-        """The artifacts: rows of ``artifact_blobs``, committed with their events."""
+        """The artifacts: rows of ``artifact_blobs`` (and ``artifact_chunks``), committed
+        with their events."""
         return self._blobs
 
     @property

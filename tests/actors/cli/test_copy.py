@@ -154,3 +154,117 @@ def test_an_unknown_session_is_refused(
                          "sess_20990101_000000_ffff")  # fmt: skip
     assert 2 == code
     assert "unknown session" in err
+
+
+def test_item21_copy_back_checks_every_session_first_and_honours_project(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    project.mkdir()
+    home, back = tmp_path / "home", tmp_path / "back"
+    first, second = _demo_session(home, project), _demo_session(home, project)
+    assert 0 == _clew(capsys, "copy", "--from", str(home), "--to", pg_url)[0]
+    # The home moves on: its project's Task WAL of the second session is now ahead of the
+    # database's, and a copy back to this host would land on that file.
+    with Runtime(home, project) as rt:
+        rt.session(second).run("once more", model=demo_model(WORKERS), tools=demo_tools(project))
+
+    code, out, err = _clew(capsys, "copy", "--from", pg_url, "--to", str(back))
+    assert (2, "", 1) == (code, out, len(err.strip().splitlines())), err
+    assert "the target already holds a Task WAL" in err and f" of {second} " in err
+    assert "--project DIR" in err and err.strip().endswith("nothing was copied")
+    assert [] == _sessions(back)  # true: the first session was not copied either
+
+    code, out, err = _clew(capsys, "copy", "--from", pg_url, "--to", str(back),
+                           "--project", str(elsewhere))  # fmt: skip
+    assert 0 == code, err
+    assert "2 sessions: 2 copied" in out
+    assert sorted([first, second]) == _sessions(back)
+    assert all(FileWals(elsewhere).names(sid) for sid in (first, second))
+    code, out, err = _clew(capsys, "--home", str(back), "--project", str(elsewhere),
+                           "verify", "--all")  # fmt: skip
+    assert 0 == code, out + err
+
+
+def test_item21_a_copy_failing_midway_names_the_sessions_it_copied(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from actors.runtime import upkeep  # noqa: PLC0415
+    from eventlog.errors import StoreError  # noqa: PLC0415
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    home = tmp_path / "home"
+    first, second = _demo_session(home, project), _demo_session(home, project)
+    real = upkeep._append_all
+
+    def fail_second(store: object, sid: str, events: object) -> None:
+        if sid == second:
+            raise StoreError("writing: the connection is lost")
+        real(store, sid, events)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(upkeep, "_append_all", fail_second)
+    code, _, err = _clew(capsys, "copy", "--from", str(home), "--to", pg_url)
+    assert 1 == code, err
+    assert f"copied before it (on the target, verified): {first}" in err
+    assert [first] == _sessions(pg_url)
+
+
+def _sessions(location: str | Path) -> list[str]:
+    from eventlog.locations import open_store  # noqa: PLC0415
+
+    if not str(location).startswith("postgresql://") and not Path(location).exists():
+        return []
+    store = open_store(location, read_only=True)
+    try:
+        return sorted(r.session_id for r in store.list_sessions())
+    finally:
+        store.close()
+
+
+def test_item21_copy_to_a_role_that_may_only_select_exits_2_and_copies_nothing(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import secrets  # noqa: PLC0415
+
+    import psycopg  # noqa: PLC0415
+    import pydantic  # noqa: PLC0415
+    from _runtime_helpers import route, rule, scripted, worker  # noqa: PLC0415
+
+    from actors.models.tools import FunctionTool  # noqa: PLC0415
+    from eventlog.locations import open_store  # noqa: PLC0415
+
+    class NoArgs(pydantic.BaseModel):
+        pass
+
+    big = "a line of a large result\n" * 4000  # an artifact: written before the events
+    dump = FunctionTool("dump", lambda args: big, NoArgs, description="Dump.")
+    model = scripted(
+        route([worker("w1", "reader", "Dump it")]),
+        rule("reader", {"tool_calls": [{"name": "dump"}]}, {"text": "Dumped."}),
+    )
+    project = tmp_path / "proj"
+    project.mkdir()
+    home = tmp_path / "home"
+    with Runtime(home, project) as rt:
+        out = rt.new_session().run("Dump.", model=model, tools=[dump])
+        assert ("completed", 1) == (out.status, len(rt.store.read_artifacts(out.session_id)))
+    open_store(pg_url).close()  # clew's tables, empty
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        role = f"clew_sel_{secrets.token_hex(4)}"
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        # CREATE on the schema (as every role had before PostgreSQL 15): the store opens,
+        # and the first write is what the server refuses.
+        conn.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {role}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    url = pg_url.replace("://postgres@", f"://{role}:hunter2@", 1)
+    try:
+        code, out, err = _clew(capsys, "copy", "--from", str(home), "--to", url)
+        assert (2, 1) == (code, len(err.strip().splitlines())), err
+        assert "refused to this role (permission denied for table" in err
+        assert err.strip().endswith("nothing was copied") and "hunter2" not in err
+        assert [] == _sessions(pg_url)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

@@ -81,3 +81,18 @@ def test_a_session_killed_on_postgres_resumes_on_another_host(pg_url: str, tmp_p
         assert verify(rt.store, sid).ok, verify(rt.store, sid).lines()
         report = rt.replay(sid)
         assert report.identical, report.summary()
+
+
+def test_item21_a_read_only_runtime_on_postgres_names_the_store_not_a_home(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from eventlog.errors import ReadOnlyStore  # noqa: PLC0415
+
+    with Runtime(tmp_path / "home", tmp_path / "proj", store=pg_url):
+        pass  # clew's tables
+    with_password = pg_url.replace("://postgres@", "://postgres:hunter2@", 1)
+    reader = Runtime(tmp_path / "home", tmp_path / "proj", store=with_password, read_only=True)
+    with reader as rt, pytest.raises(ReadOnlyStore) as refused:
+        rt.new_session()
+    message = str(refused.value)
+    assert f"the store {pg_url} is open read-only: creating a session refused" == message
