@@ -13,10 +13,10 @@ synthetic mix, written through the real store — thousands of runs, model and t
 - **``clew call SESSION N --json``** of a call in the middle of the session, and of the
   last, as processes (``python -m actors``); the goal is ≤ 0.5 s on an idle machine;
 - **``clew calls SESSION --json``** as a process (every call, its request rebuilt);
-- the **baseline** of each: ``clew timeline SESSION --limit 50`` as a process — the price
-  of starting the CLI, opening the home and reading a page, which no command avoids —
-  and, for the in-process document, reading and decoding every event
-  (``store.iter_events``).
+- the **baselines** of each: ``python -c pass`` (starting an interpreter, which no
+  process avoids) and ``clew timeline SESSION --limit 50`` as a process — the price of
+  starting the CLI, opening the home and reading a page — and, for the in-process
+  document, reading and decoding every event (``store.iter_events``).
 
 Not a test: the numbers depend on the machine; only the ratios travel.
 """
@@ -37,7 +37,7 @@ from typing import Any
 import bench_replay
 import msgspec
 from _timing import best_of
-from bench_cli import CLEW, TIMELINE_SID, build_timeline_home, child
+from bench_cli import CLEW, PEAK_AT_EXIT, TIMELINE_SID, build_timeline_home, child
 
 from actors.documents.calls import waterfall_doc
 from actors.replay.calls import pair_calls
@@ -84,16 +84,18 @@ def bench(base: Path, events: int, repeats: int) -> None:
         size = len(msgspec.json.encode(doc))
     where = ["--home", str(home), "--project", str(base)]
 
-    def process(*args: str) -> tuple[float, float]:
-        """Best wall and best CPU seconds (user + system) of ``clew ARGS`` as a process."""
+    def process(*args: str, python: bool = False) -> tuple[float, float]:
+        """Best wall and best CPU seconds (user + system) of ``clew ARGS`` as a process
+        (``python``: of ``python ARGS``)."""
         walls, cpus = [], []
         for _ in range(repeats):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            walls.append(child([*CLEW, *args, *where])[0])
+            walls.append(child(list(args) if python else [*CLEW, *args, *where])[0])
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         return min(walls), min(cpus)
 
+    bare = process("-c", PEAK_AT_EXIT + "pass", python=True)  # (child reads the peak)
     limited = process("timeline", TIMELINE_SID, "--limit", "50")
     middle = process("call", TIMELINE_SID, str(calls // 2), "--json")
     last = process("call", TIMELINE_SID, "last", "--json")
@@ -126,6 +128,18 @@ def bench(base: Path, events: int, repeats: int) -> None:
         print(
             f"| {name} | {wall:.3f} | {wall / wall0:.2f} | {cpu:.3f} | {cpu / cpu0:.2f} | {goal} |"
         )
+    wall1, cpu1 = bare
+    print("\nthe same processes against `python -c pass` in this run:\n")
+    print("| case | wall s | × `python -c pass` | CPU s | × `python -c pass` |")
+    print("|---|---|---|---|---|")
+    for name, (wall, cpu) in (
+        ("`python -c pass`, baseline", bare),
+        ("`clew timeline --limit 50`", limited),
+        (f"`clew call {calls // 2} --json`", middle),
+        ("`clew call last --json`", last),
+        ("`clew calls --json`", listed),
+    ):
+        print(f"| {name} | {wall:.3f} | {wall / wall1:.2f} | {cpu:.3f} | {cpu / cpu1:.2f} |")
     print()
 
 
