@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from actors.documents.calls import call_view, waterfall_doc
+from actors.documents.calls import call_view, waterfall_doc, waterfall_since
 from actors.documents.sessions import session_doc, sessions_doc
 from actors.documents.tasks import dag_doc
 from actors.documents.timeline import timeline_doc
@@ -65,7 +65,12 @@ ROUTES: Final = (
     ("GET", f"{SESSION}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
     ("GET", f"{SESSION}/dag", "the task DAG of each Task WAL, with statuses"),
     ("GET", f"{SESSION}/usage", "tokens by model, role and phase"),
-    ("GET", f"{SESSION}/waterfall", "every run on one time axis: model, tool, approval bars"),
+    (
+        "GET",
+        f"{SESSION}/waterfall",
+        "every run on one time axis: model, tool, approval bars;"
+        " ?after=SEQ&calls=N: only what came after SEQ",
+    ),
     ("GET", f"{SESSION}/call", "one model call whole (?n=N): request as sent, reply, diff"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
     ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
@@ -178,7 +183,13 @@ class Inspector:
         return await self._read(request, tokens_doc, self.usage_cache)
 
     async def waterfall(self, request: Request) -> Response:
-        return await self._read(request, waterfall_doc)
+        if request.query_params.get("after") is None:
+            return await self._read(request, waterfall_doc)
+        try:
+            after, calls = _int(request, "after", 0), _int(request, "calls", 0)
+        except Refused as e:
+            return _error(400, str(e))
+        return await self._read(request, waterfall_since, after, calls)
 
     async def call(self, request: Request) -> Response:
         try:

@@ -274,7 +274,10 @@ export class SessionPage {
   }
 
   async loadWaterfall() {
-    this.waterfall.load(await api(`${this.base}/waterfall`));
+    // Live: only what came after the last event drawn, added to what is drawn.
+    const w = this.waterfall;
+    if (w.doc) w.extend(await api(`${this.base}/waterfall`, { after: w.doc.last_seq, calls: w.doc.calls }));
+    else w.load(await api(`${this.base}/waterfall`));
   }
 
   async loadUsage() {
