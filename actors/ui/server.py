@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from actors.documents.calls import call_view, waterfall_doc, waterfall_since
+from actors.documents.redrives import redrive_doc, redrives_doc
 from actors.documents.sessions import session_doc, sessions_doc
 from actors.documents.tasks import dag_doc
 from actors.documents.timeline import timeline_doc
@@ -73,6 +74,8 @@ ROUTES: Final = (
     ),
     ("GET", f"{SESSION}/call", "one model call whole (?n=N): request as sent, reply, diff"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
+    ("GET", "/api/redrives", "the home's re-drives (clew redrive); ?session= those naming it"),
+    ("GET", "/api/redrives/{rid}", "one re-drive: each session's outcome and status now"),
     ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
     ("POST", f"{SESSION}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
     ("POST", f"{SESSION}/answer", "{text}: answer the clarifying question"),
@@ -181,6 +184,17 @@ class Inspector:
 
     async def usage(self, request: Request) -> Response:
         return await self._read(request, tokens_doc, self.usage_cache)
+
+    async def redrives(self, request: Request) -> Response:
+        sid = request.query_params.get("session", "")
+        try:
+            sid = validate_session_id(sid) if sid else ""
+        except InvalidSessionId as e:
+            return _error(400, str(e))
+        return await _call(redrives_doc, self.rt, sid)
+
+    async def redrive(self, request: Request) -> Response:
+        return await _call(redrive_doc, self.rt, request.path_params["rid"])
 
     async def waterfall(self, request: Request) -> Response:
         if request.query_params.get("after") is None:
@@ -305,6 +319,8 @@ def create_app(
         Route("/api/sessions", ui.sessions),
         Route("/api/stream", live.sessions_stream),
         Route("/api/openapi.json", ui.spec),
+        Route("/api/redrives", ui.redrives),
+        Route("/api/redrives/{rid}", ui.redrive),
         Route(s, ui.session),
         Route(f"{s}/tree", ui.tree),
         Route(f"{s}/excerpts", ui.excerpts),
