@@ -22,9 +22,6 @@ from typing import Any, Final
 import msgspec
 
 from actors.models.protocol import ModelRequest
-from actors.models.providers.anthropic import messages_payload
-from actors.models.providers.mapping import block_text
-from actors.models.providers.openai import chat_payload
 from actors.replay.calls import CallLog, ModelCall, RecordedCall
 from actors.replay.diff import text_diff
 from actors.runtime.runtime import Runtime
@@ -120,6 +117,10 @@ def messages_diff(previous: ModelCall | None, call: ModelCall) -> dict[str, Any]
 def wire_body(call: ModelCall, provider: str) -> dict[str, Any]:
     """Return the request of ``call`` as ``provider``'s request body (``openai``: Chat
     Completions, ``anthropic``: Messages), as clew's adapter would send it."""
+    # The adapters (and httpx under them) only when a body is asked for: `clew call` stays light.
+    from actors.models.providers.anthropic import messages_payload  # noqa: PLC0415 - see above
+    from actors.models.providers.openai import chat_payload  # noqa: PLC0415 - see above
+
     model = call.model.split(":", 1)[1] if ":" in call.model else call.model
     if provider == "openai":
         return chat_payload(model, call.request, "max_tokens")
@@ -198,6 +199,9 @@ def _clipped(content: list[ContentBlock]) -> str:
     if len(content) == 1 and isinstance(content[0], TextBlock):
         text = content[0].text  # the common case, without a join
     else:
+        # (the providers' package imports httpx: only when a result is not one text)
+        from actors.models.providers.mapping import block_text  # noqa: PLC0415 - see above
+
         text = "\n".join(block_text(b) for b in content)
     return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
 
