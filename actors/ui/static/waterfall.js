@@ -29,11 +29,12 @@ function tickStep(total) {
   return steps.find((s) => s >= want) || Math.ceil(want / 86400e3) * 86400e3;
 }
 
-// A tick's label in the unit of its step: "250 ms", "1.5 s", "2 min", "1 h 30 min".
-export function tickLabel(v, step) {
+// A tick's label in the unit the span needs: "250 ms" below a second, "1.5 s", "2 min",
+// "1 h 30 min" (as many decimals as the step has).
+export function tickLabel(v, step, total) {
   const places = (x) => Math.max(0, -Math.floor(Math.log10(x) + 1e-9));
   if (v === 0) return "0";
-  if (step < 1000) return `${fmt(Number(v.toFixed(places(step))))} ms`;
+  if (total < 1000) return `${fmt(Number(v.toFixed(places(step))))} ms`;
   if (step < 60e3) return `${(v / 1000).toFixed(places(step / 1000))} s`;
   const m = Math.round(v / 60e3);
   return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ""}`;
@@ -44,7 +45,7 @@ export function ticks(total) {
   const step = tickStep(total);
   const out = [];
   for (let i = 0; i * step <= total * (1 + 1e-9); i++) out.push(i * step);
-  return out.map((v) => [v, tickLabel(v, step)]);
+  return out.map((v) => [v, tickLabel(v, step, total)]);
 }
 
 export class Waterfall {

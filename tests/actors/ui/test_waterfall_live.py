@@ -171,12 +171,12 @@ def _check_axis(page: Any, duration: float, unit: str) -> list[str]:
     return [label for _, label, *_ in marks]
 
 
-def test_the_axis_is_labelled_in_ms_for_a_short_session_and_in_s_for_a_long_one(
+def test_the_axis_is_labelled_in_ms_below_a_second_and_in_s_above(
     page: Any, tmp_path: Path
 ) -> None:
     with Runtime(tmp_path / "home", tmp_path) as rt:
-        short, long = Clocked(rt, 1.0), Clocked(rt, 100.0)
-        for s in (short, long):
+        short, medium, long = Clocked(rt, 1.0), Clocked(rt, 20.0), Clocked(rt, 100.0)
+        for s in (short, medium, long):
             run = f"{s.sid}:brain:r1"
             s.add((RunStarted(run_id=run, agent_id=f"{s.sid}:brain", phase="primary"), run))
             for i in range(1, 31):
@@ -187,15 +187,13 @@ def test_the_axis_is_labelled_in_ms_for_a_short_session_and_in_s_for_a_long_one(
             s.add((RunEnded(run_id=run, status="completed", end_reason="completed"), run))
         server = UiServer(rt, port=0).start()
         try:
-            for s, unit in ((short, " ms"), (long, " s")):
+            for s, unit in ((short, " ms"), (medium, " s"), (long, " s")):
                 page.goto(f"{server.url}#/s/{s.sid}")
                 page.wait_for_selector("#waterfall .wf-bar.k-model")
                 duration = waterfall_doc(rt, s.sid)["duration_ms"]
                 labels = _check_axis(page, duration, unit)
-                if unit == " ms":
-                    assert "20 ms" in labels, labels  # 61 ms: a tick each 10 ms
-                else:
-                    assert "2.0 s" in labels or "2 s" in labels, labels  # 6.1 s
+                want = {short: "20 ms", medium: "0.4 s", long: "2 s"}[s]
+                assert want in labels, labels  # 61 ms: each 10 ms; 1.22 s: 0.2 s; 6.1 s: 1 s
         finally:
             server.stop()
 
