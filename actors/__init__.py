@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from actors.orchestration.main_run import RunOutcome
     from actors.orchestration.team import Role, Team
     from actors.recording.inputs import RunInputs, RunSettings
+    from actors.replay.calls import CallError, ModelCall
     from actors.replay.divergence import Consequences, FirstDivergence
     from actors.replay.report import LiveToolsCount, ReplayReport
     from actors.replay.request_diff import describe_request_change
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
         WorkerResult,
     )
     from eventlog.records import StoredEvent
+    from projections.costs import Price
 
 #: Where each public name lives: ``from actors import X`` imports X's module then, not
 #: every module at ``import actors`` (``clew --version`` need not load the runtime).
@@ -187,6 +189,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunInputs",
         "RunSettings",
     ),
+    "actors.replay.calls": (
+        "CallError",
+        "ModelCall",
+    ),
     "actors.replay.divergence": (
         "Consequences",
         "FirstDivergence",
@@ -245,6 +251,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WorkerResult",
     ),
     "eventlog.records": ("StoredEvent",),
+    "projections.costs": ("Price",),
 }
 
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -259,6 +266,7 @@ __all__ = [
     "AsyncModel",
     "AsyncStreamingModel",
     "BrainTaskContext",
+    "CallError",
     "CancelReport",
     "Check",
     "ClewError",
@@ -284,6 +292,7 @@ __all__ = [
     "LiveToolsCount",
     "Message",
     "Model",
+    "ModelCall",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
@@ -295,6 +304,7 @@ __all__ = [
     "NothingToRetry",
     "OutputInvalid",
     "PendingApproval",
+    "Price",
     "ProjectDirGone",
     "ProviderConfigError",
     "QueuedRun",

@@ -27,7 +27,6 @@ from actors.cli.app import app
 from actors.cli.options import Home, Json, Project, SessionArg, open_session, where_from
 from actors.cli.output import print_json
 from actors.cli.pager import paged
-from actors.cli.usage_command import load_prices
 from actors.documents.calls import (
     WIRE_FORMATS,
     call_doc,
@@ -55,7 +54,11 @@ NoPager = Annotated[bool, typer.Option("--no-pager", help="never page the output
 
 def _prices(path: str | None) -> tuple[str, dict[str, Price]]:
     chosen = path or os.environ.get("CLEW_PRICES") or None
-    return load_prices(chosen) if chosen else ("USD", {})
+    if not chosen:
+        return "USD", {}
+    from actors.cli.usage_command import load_prices  # noqa: PLC0415 - pydantic: only for a price list
+
+    return load_prices(chosen)
 
 
 def resolve_call(sid: str, typed: str, calls: list[RecordedCall]) -> RecordedCall:

@@ -33,7 +33,7 @@ from actors.cli.pager import paged
 from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
 from actors.cli.show import ShowOptions, TreeView
 from actors.cli.timeline_rows import print_timeline, timeline_layout
-from actors.documents.excerpts import excerpt
+from actors.documents.excerpts import excerpt, short
 from actors.documents.sessions import session_infos_doc
 from actors.documents.tasks import read_dags, tasks_doc
 from actors.documents.timeline import event_row
@@ -79,7 +79,13 @@ def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> Non
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
     out = render.make_console()
-    header = render.tree_header(sid, row, tree, main_runs=len(rt.main_runs(sid)))
+    runs = rt.store.read_runs(sid)
+    redriven = [
+        f"{short(sid, r.run_id)} by {r.metadata['redrive']}"
+        for r in runs
+        if r.metadata.get("redrive")
+    ]
+    header = render.tree_header(sid, row, tree, main_runs=len(rt.main_runs(sid)), redriven=redriven)
     options = options or ShowOptions()
     if options.height is None and out.is_terminal and not options.expand_all:
         rows = max(3, out.size.height - len(header) - 2)  # 2: the prompt after the command

@@ -91,8 +91,11 @@ def sessions_table(infos: Sequence[SessionInfo], scenarios: dict[str, str]) -> T
 # --- node tree --------------------------------------------------------------------------
 
 
-def tree_header(sid: str, row: SessionRow, tree: NodeTree, *, main_runs: int) -> list[str]:
-    """Return the lines above ``clew show``'s tree: counts, the active node, the legend."""
+def tree_header(
+    sid: str, row: SessionRow, tree: NodeTree, *, main_runs: int, redriven: Sequence[str] = ()
+) -> list[str]:
+    """Return the lines above ``clew show``'s tree: counts, the active node, the legend;
+    ``redriven``: ``run by redrive_…`` for each run a re-drive started."""
     active = tree.active_node_id
     where = "no active node"
     if active is not None and active in tree:
@@ -102,8 +105,10 @@ def tree_header(sid: str, row: SessionRow, tree: NodeTree, *, main_runs: int) ->
     forked = ""
     if row.parent_session_id:
         forked = f" · forked from {escape(row.parent_session_id)}"
+    redrives = [f"re-driven: {escape(', '.join(redriven))}"] if redriven else []
     return [
         f"[bold]{sid}[/bold] · {len(tree):,} nodes · {main_runs} runs · {where}{forked}",
+        *redrives,
         "[dim][green]▶[/green] active path  ▸ folded run  [yellow]⑂[/yellow] branch point"
         "  ✂ compaction  ⑃ fork · --all expands, --run RUN shows one run, --depth N[/dim]",
     ]

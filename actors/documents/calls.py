@@ -22,9 +22,6 @@ from typing import Any, Final
 import msgspec
 
 from actors.models.protocol import ModelRequest
-from actors.models.providers.anthropic import messages_payload
-from actors.models.providers.mapping import block_text
-from actors.models.providers.openai import chat_payload
 from actors.replay.calls import CallLog, ModelCall, RecordedCall
 from actors.replay.diff import text_diff
 from actors.runtime.runtime import Runtime
@@ -120,6 +117,10 @@ def messages_diff(previous: ModelCall | None, call: ModelCall) -> dict[str, Any]
 def wire_body(call: ModelCall, provider: str) -> dict[str, Any]:
     """Return the request of ``call`` as ``provider``'s request body (``openai``: Chat
     Completions, ``anthropic``: Messages), as clew's adapter would send it."""
+    # The adapters (and httpx under them) only when a body is asked for: `clew call` stays light.
+    from actors.models.providers.anthropic import messages_payload  # noqa: PLC0415 - see above
+    from actors.models.providers.openai import chat_payload  # noqa: PLC0415 - see above
+
     model = call.model.split(":", 1)[1] if ":" in call.model else call.model
     if provider == "openai":
         return chat_payload(model, call.request, "max_tokens")
@@ -198,6 +199,9 @@ def _clipped(content: list[ContentBlock]) -> str:
     if len(content) == 1 and isinstance(content[0], TextBlock):
         text = content[0].text  # the common case, without a join
     else:
+        # (the providers' package imports httpx: only when a result is not one text)
+        from actors.models.providers.mapping import block_text  # noqa: PLC0415 - see above
+
         text = "\n".join(block_text(b) for b in content)
     return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
 
@@ -230,14 +234,21 @@ def _parsed(iso: str) -> datetime | None:
 
 
 class _Waterfall:
-    """One pass over a session's events, gathering each run's row and bars."""
+    """One pass over a session's events, gathering each run's row and bars.
 
-    def __init__(self, sid: str, start: str) -> None:
+    ``delta``: the events are those after a cursor (:func:`waterfall_since`); a bar they
+    end that began before it is an entry of :attr:`ends`, by its ``key`` (a run's
+    cancellation ends with its row: the row's ``end_ms`` ends it).
+    """
+
+    def __init__(self, sid: str, start: str, *, calls: int = 0, delta: bool = False) -> None:
         self.sid = sid
         self.start = start
         self._t0 = _parsed(start)
         self.rows: dict[str, dict[str, Any]] = {}
-        self.calls = 0
+        self.calls = calls
+        self.delta = delta
+        self.ends: list[dict[str, Any]] = []
         self._open: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._short: dict[str, str] = {}
         self._handlers: dict[str, Callable[[StoredEvent, Any], None]] = {
@@ -282,6 +293,13 @@ class _Waterfall:
         if bar is not None:
             bar["end_ms"] = self.at(e.created_at)
             bar.update(more)
+        elif self.delta:  # begun before the cursor: the client ends it by its key
+            self.ends.append({"key": self.key(e.run_id, key), "end_ms": self.at(e.created_at),
+                              **more})  # fmt: skip
+
+    def key(self, run_id: str | None, key: tuple[Any, ...]) -> str:
+        """An open bar's key as a client finds it: ``brain:r1|call|3|1``."""
+        return "|".join([self.short(run_id) if run_id else "", *map(str, key)])
 
     def add(self, e: StoredEvent) -> None:
         """Start or end what ``e`` starts or ends: a call's bar, or a run's row or wait.
@@ -337,7 +355,9 @@ class _Waterfall:
     def _run_ended(self, e: StoredEvent, ev: Any) -> None:
         r = self.row(e)
         r["end_ms"], r["status"] = self.at(e.created_at), ev.status
-        self.end(e, ("cancel",))
+        cancelling = self._open.pop((e.run_id, "cancel"), None)
+        if cancelling is not None:  # (begun before a delta's cursor: the row's end ends it)
+            cancelling["end_ms"] = r["end_ms"]
 
     def _approval_requested(self, e: StoredEvent, ev: Any) -> None:
         bar = {"kind": "approval", "label": f"approval of {ev.tool_name}", "id": ev.tool_call_id}
@@ -355,24 +375,37 @@ class _Waterfall:
     def _run_cancelling(self, e: StoredEvent, ev: Any) -> None:
         self.begin(e, ("cancel",), {"kind": "cancel", "label": f"cancelling: {ev.reason}"})
 
-    def doc(self, last: str) -> dict[str, Any]:
+    def doc(self, last: str, last_seq: int) -> dict[str, Any]:
+        for (run_id, *key), bar in self._open.items():
+            bar["key"] = self.key(run_id, tuple(key))  # a later delta may end it
         end = self.at(last)
         rows = [r for key, r in self.rows.items() if key]
         rows.sort(key=lambda r: r["start_ms"])
-        return {
+        doc = {
             "session_id": self.sid,
             "started_at": self.start,
             "duration_ms": end,
             "calls": self.calls,
+            "last_seq": last_seq,
             "runs": rows,
         }
+        if self.delta:
+            doc["ends"] = self.ends
+        return doc
+
+
+def _empty(sid: str) -> dict[str, Any]:
+    return {"session_id": sid, "started_at": None, "duration_ms": 0, "calls": 0,
+            "last_seq": 0, "runs": []}  # fmt: skip
 
 
 def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     """Return the waterfall: each run's row (``start_ms``/``end_ms`` from the session's
     first event, None while it runs) with its bars (``kind``: ``model``, ``compaction``,
-    ``tool``, ``approval``, ``wait``, ``cancel``; ``end_ms`` None while open). A model
-    bar's ``call`` is the call's index in :func:`calls_doc`.
+    ``tool``, ``approval``, ``wait``, ``cancel``; ``end_ms`` None while open, and then a
+    ``key`` a later :func:`waterfall_since` ends it by). A model bar's ``call`` is the
+    call's index in :func:`calls_doc`. ``last_seq``: the last event drawn, the cursor of
+    :func:`waterfall_since`.
 
     Reads only the events of :data:`WATERFALL_TYPES` (a 100k-event session's nodes, usage
     and board events are never decoded), and the session's first and last event.
@@ -381,10 +414,10 @@ def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     first = store.read_events(sid, 0, 1)
     if not first:
         store.read_session(sid)  # an unknown session is refused here
-        return {"session_id": sid, "started_at": None, "duration_ms": 0, "calls": 0, "runs": []}
+        return _empty(sid)
     fall = _Waterfall(sid, first[0].created_at)
     last = store.read_events(sid, store.count_events(sid) - 1, 1)
-    end = last[0].created_at if last else first[0].created_at
+    end, last_seq = (last[0].created_at, last[0].seq) if last else (first[0].created_at, 0)
     events = store.read_events_of_types(sid, WATERFALL_TYPES)
     # The bars are ~10⁵ small dicts that form no cycle: the collector's passes over them
     # (and over the events held) are pure cost.
@@ -392,12 +425,38 @@ def waterfall_doc(rt: Runtime, sid: str) -> dict[str, Any]:
     gc.disable()
     try:
         for e in events:
+            if e.seq > last_seq:
+                break  # appended since the last event was read: the next delta's
             end = max(end, e.created_at)  # ISO-8601 of one clock: the text orders as the time
             fall.add(e)
     finally:
         if was_enabled:
             gc.enable()
-    return fall.doc(end)
+    return fall.doc(end, last_seq)
+
+
+def waterfall_since(rt: Runtime, sid: str, after: int, calls: int) -> dict[str, Any]:
+    """Return what the waterfall gained after seq ``after`` (a live page's update): the
+    rows of the runs with new events (new bars only; a known run's ``start_ms`` is not
+    its start), ``ends`` — the bars begun before ``after`` that ended since (``key``,
+    ``end_ms``, what the end adds) — and the new ``last_seq``, ``calls``,
+    ``duration_ms``. ``calls``: how many model calls the client has (the new ones are
+    numbered from there). Reads only the events after ``after``.
+    """
+    store = rt.store
+    first = store.read_events(sid, 0, 1)
+    if not first:
+        store.read_session(sid)  # an unknown session is refused here
+        return {**_empty(sid), "calls": calls, "last_seq": after, "ends": []}
+    fall = _Waterfall(sid, first[0].created_at, calls=calls, delta=True)
+    end, last_seq = first[0].created_at, after
+    for e in store.read_events(sid, after):
+        end, last_seq = max(end, e.created_at), e.seq
+        fall.add(e)
+    doc = fall.doc(end, last_seq)
+    if last_seq == after:
+        doc["duration_ms"] = None  # nothing new: the client keeps its own
+    return doc
 
 
 def call_view(rt: Runtime, sid: str, n: int) -> dict[str, Any] | None:

@@ -93,6 +93,7 @@ def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:
                 "status": r.status,
                 "main": is_main_run(sid, r.agent_id),
                 "created_at": r.created_at,
+                "redrive": r.metadata.get("redrive"),  # the re-drive that started it
             }
             for r in runs
         ],

@@ -87,8 +87,11 @@ def _runs_and_agents(sid: str, event: Event) -> str | None:
     match event:
         case SessionCreated(cwd=cwd):
             text = f"cwd {cwd}"
-        case RunStarted(run_id=run_id, phase=phase, attempt=attempt):
+        case RunStarted(run_id=run_id, phase=phase, attempt=attempt, metadata=meta):
             text = f"{short(sid, run_id)} {phase}{_attempt(attempt)}".strip()
+            if meta.get("redrive"):  # a run a re-drive started (RunInputs.redrive)
+                text += f" · {meta['redrive']}"
+
         case RunEnded(status=status, end_reason=reason, turn_count=turns, usage=usage):
             why = "" if reason == status else f" ({reason})"
             error = f": {event.error.get('message', '')}" if event.error else ""

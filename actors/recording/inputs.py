@@ -26,6 +26,10 @@ workers ran.": flow 4) is a new flow; a run re-executes in the flow it was recor
 a session recorded by an older clew still replays, resumes and verifies. A record
 without the key is flow 1 (clew up to 0.1.x); new runs follow :data:`FLOW`, so they
 record version 5 at least.
+
+The re-drive. ``redrive`` (since version 6) names the re-drive that started the run
+(``clew redrive``, :mod:`actors.runtime.redrive`): a run re-driven after an incident says
+so in its own recording; any other run leaves it out and records version 5.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 5
+INPUTS_VERSION: Final = 6
 #: The orchestration flow new runs follow (see the module docstring); 1: before ``flow``.
 FLOW: Final = 4
 #: Fields added after version 1, with the version that added them. A dotted path names
@@ -63,6 +67,7 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "user_node_id": 5,
     "retry_of": 5,
     "team.checks": 5,
+    "redrive": 6,
 }
 
 
@@ -216,6 +221,8 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     user_node_id: str | None = None
     #: The failed run this run retries (since version 5).
     retry_of: str | None = None
+    #: The re-drive that started this run (since version 6): ``redrive_<time>_<hex>``.
+    redrive: str | None = None
     inputs_version: int = INPUTS_VERSION
 
     @classmethod

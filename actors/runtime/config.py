@@ -48,13 +48,15 @@ class RunConfig:
     ``model``: the model chain(s) (``default`` for every role without its own).
     ``tools``: the tools every role may call. ``settings``: None is the runtime's
     default (a resume or retry: the recorded settings). ``team``: None is the default
-    team (a resume or retry: the recorded team, rebuilt over ``tools``).
+    team (a resume or retry: the recorded team, rebuilt over ``tools``). ``redrive``: the
+    re-drive a retry belongs to, recorded in its inputs (:mod:`actors.runtime.redrive`).
     """
 
     model: ModelArg
     tools: Sequence[Tool] = ()
     settings: RunSettings | None = None
     team: Team | None = None
+    redrive: str | None = None
 
 
 def model_lookup(given: Chains, environ: Mapping[str, str]) -> ModelLookup:

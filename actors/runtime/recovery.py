@@ -10,7 +10,8 @@ See docs/replay-and-recovery.md for what "interrupted" means and what is re-run.
 A retry is a new main run (its own run id, ``<sid>:brain:r<n>``: a run is one loop of
 an agent, and an attempt is one more loop) whose ``run_started`` records
 ``attempt`` = the failed run's + 1 (seed 000's ``run_start``) and whose recorded inputs
-name the run it retries (``retry_of``). It re-uses the failed run's recorded request (the
+name the run it retries (``retry_of``) and, when a re-drive retries it, the re-drive
+(``redrive``). It re-uses the failed run's recorded request (the
 expanded prompt, references and settings) with the model chain, tools and team given now
 (the recorded team when none is given, as a resume does).
 
@@ -292,6 +293,7 @@ def retry_session(engine: Engine, session_id: str, config: RunConfig) -> RunOutc
             flow=FLOW,
             user_node_id=user_node,
             retry_of=failed.run_id,
+            redrive=config.redrive,
         ).in_oldest_version()
         n = sum(1 for r in engine.store.read_runs(sid) if is_main_run(sid, r.agent_id)) + 1
         request = RunRequest(

@@ -25,7 +25,9 @@ and by time (``since``: the session's last event at or after an ISO-8601 time).
 (a bound), and the re-drive ends with a :class:`RedriveReport` — per session its outcome
 (``completed``, ``failed again``, ``needs a person``, ``skipped``), the calls served and
 asked live — written under its id to the home's ``redrives/`` folder (``clew redrive``
-prints it; docs/ci.md, "Re-drive after an incident").
+prints it; docs/ci.md, "Re-drive after an incident"). A retried session's new run
+records the re-drive's id in its inputs (``RunInputs.redrive``): ``clew show``, ``clew
+timeline`` and ``clew ui`` name it.
 """
 
 from __future__ import annotations
@@ -297,8 +299,9 @@ class RedriveApp:
     team: Team | None = None
 
 
-def _served_retry(rt: Runtime, sid: str, app: RedriveApp) -> tuple[str, Served]:
-    """Retry the session's failed run with the failed attempt's answers served."""
+def _served_retry(rt: Runtime, sid: str, app: RedriveApp, rid: str | None) -> tuple[str, Served]:
+    """Retry the session's failed run with the failed attempt's answers served, the new
+    run's inputs naming the re-drive ``rid``."""
     session = rt.session(sid)
     last = last_main_run(rt, sid)
     assert last is not None  # planned: a failed last run
@@ -318,13 +321,24 @@ def _served_retry(rt: Runtime, sid: str, app: RedriveApp) -> tuple[str, Served]:
             del served.tool_results[call_id]
     chains = {r: [ServedModel(m, served) for m in c] for r, c in model_chains(app.model).items()}
     tools = [ServedTool(t, served, {}, live=True) for t in app.tools]
-    outcome = session.retry(model=chains, tools=tools, team=app.team)
+    outcome = session.retry(model=chains, tools=tools, team=app.team, redrive=rid)
     return outcome.status, served
 
 
-def redrive_one(rt: Runtime, plan: RedrivePlan, app: RedriveApp, *,
-                from_divergence: bool = False) -> RedriveResult:  # fmt: skip
-    """Carry out ``plan`` (its action ``retry`` or ``resume``; others are reported)."""
+def redrive_one(
+    rt: Runtime,
+    plan: RedrivePlan,
+    app: RedriveApp,
+    *,
+    from_divergence: bool = False,
+    redrive_id: str | None = None,
+) -> RedriveResult:
+    """Carry out ``plan`` (its action ``retry`` or ``resume``; others are reported).
+
+    A retry records ``redrive_id`` in its new run's inputs (``RunInputs.redrive``); a
+    resume goes on with the interrupted run, whose recorded inputs it must not change
+    (the re-drive's report names the run).
+    """
     sid = plan.session_id
     if plan.action not in (RETRY, RESUME):
         return RedriveResult(session_id=sid, action=plan.action, outcome=plan.action,
@@ -332,7 +346,7 @@ def redrive_one(rt: Runtime, plan: RedrivePlan, app: RedriveApp, *,
     served: Served | None = None
     try:
         if plan.action == RETRY:
-            status, served = _served_retry(rt, sid, app)
+            status, served = _served_retry(rt, sid, app, redrive_id)
         else:
             status = rt.session(sid).resume(model=app.model, tools=app.tools, team=app.team,
                                             from_divergence=from_divergence).status  # fmt: skip
@@ -371,7 +385,7 @@ def redrive(
 
     def one(plan: RedrivePlan) -> None:
         code = app(plan.session_id) if callable(app) else app
-        result = redrive_one(rt, plan, code, from_divergence=from_divergence)
+        result = redrive_one(rt, plan, code, from_divergence=from_divergence, redrive_id=rid)
         with lock:
             results[plan.session_id] = result
 

@@ -239,11 +239,14 @@ class Session:
         tools: Sequence[Tool] = (),
         settings: RunSettings | None = None,
         team: Team | None = None,
+        redrive: str | None = None,
     ) -> RunOutcome:
         """Retry the failed last run: a new attempt (``run_started.attempt`` + 1) that
         answers the same user message again, under it (docs/runtime.md, "Retry").
 
         ``model``/``tools``/``team`` as for :meth:`run` (no team: the recorded one).
+        ``redrive``: the id of the re-drive retrying it, recorded in the new run's inputs
+        (``clew redrive`` gives it; docs/ci.md).
 
         Raises:
             NothingToRetry: the last run did not fail (or there is none).
@@ -254,7 +257,7 @@ class Session:
         from actors.runtime import recovery
         from actors.runtime.config import RunConfig
 
-        config = RunConfig(model=model, tools=tools, settings=settings, team=team)
+        config = RunConfig(model=model, tools=tools, settings=settings, team=team, redrive=redrive)
         return recovery.retry_session(self._engine, self.id, config)
 
     def cancel(self, reason: str = "cancelled") -> CancelReport:

@@ -28,7 +28,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from actors.documents.calls import call_view, waterfall_doc
+from actors.documents.calls import call_view, waterfall_doc, waterfall_since
+from actors.documents.redrives import redrive_doc, redrives_doc
 from actors.documents.sessions import session_doc, sessions_doc
 from actors.documents.tasks import dag_doc
 from actors.documents.timeline import timeline_doc
@@ -65,9 +66,16 @@ ROUTES: Final = (
     ("GET", f"{SESSION}/timeline", "a page of events: ?after=SEQ&limit=&agent=&type=&run="),
     ("GET", f"{SESSION}/dag", "the task DAG of each Task WAL, with statuses"),
     ("GET", f"{SESSION}/usage", "tokens by model, role and phase"),
-    ("GET", f"{SESSION}/waterfall", "every run on one time axis: model, tool, approval bars"),
+    (
+        "GET",
+        f"{SESSION}/waterfall",
+        "every run on one time axis: model, tool, approval bars;"
+        " ?after=SEQ&calls=N: only what came after SEQ",
+    ),
     ("GET", f"{SESSION}/call", "one model call whole (?n=N): request as sent, reply, diff"),
     ("GET", "/api/stream", "SSE: `sessions` whenever the sessions list changes"),
+    ("GET", "/api/redrives", "the home's re-drives (clew redrive); ?session= those naming it"),
+    ("GET", "/api/redrives/{rid}", "one re-drive: each session's outcome and status now"),
     ("GET", f"{SESSION}/stream", "SSE: `events` (new timeline rows) after ?after=SEQ"),
     ("POST", f"{SESSION}/decide", "{call_id, decision: approve|deny|edit, reason, arguments}"),
     ("POST", f"{SESSION}/answer", "{text}: answer the clarifying question"),
@@ -177,8 +185,25 @@ class Inspector:
     async def usage(self, request: Request) -> Response:
         return await self._read(request, tokens_doc, self.usage_cache)
 
+    async def redrives(self, request: Request) -> Response:
+        sid = request.query_params.get("session", "")
+        try:
+            sid = validate_session_id(sid) if sid else ""
+        except InvalidSessionId as e:
+            return _error(400, str(e))
+        return await _call(redrives_doc, self.rt, sid)
+
+    async def redrive(self, request: Request) -> Response:
+        return await _call(redrive_doc, self.rt, request.path_params["rid"])
+
     async def waterfall(self, request: Request) -> Response:
-        return await self._read(request, waterfall_doc)
+        if request.query_params.get("after") is None:
+            return await self._read(request, waterfall_doc)
+        try:
+            after, calls = _int(request, "after", 0), _int(request, "calls", 0)
+        except Refused as e:
+            return _error(400, str(e))
+        return await self._read(request, waterfall_since, after, calls)
 
     async def call(self, request: Request) -> Response:
         try:
@@ -294,6 +319,8 @@ def create_app(
         Route("/api/sessions", ui.sessions),
         Route("/api/stream", live.sessions_stream),
         Route("/api/openapi.json", ui.spec),
+        Route("/api/redrives", ui.redrives),
+        Route("/api/redrives/{rid}", ui.redrive),
         Route(s, ui.session),
         Route(f"{s}/tree", ui.tree),
         Route(f"{s}/excerpts", ui.excerpts),

@@ -1,6 +1,8 @@
 // The inspector's router and its sessions list. Routes live in the hash:
-// #/ (sessions) and #/s/<session id> (one session).
+// #/ (sessions, and the home's re-drives), #/s/<session id> (one session) and
+// #/r/<re-drive id> (one re-drive).
 import { ago, api, badge, clear, fill, debounce, fmt, h, showError } from "./dom.js";
+import { RedrivePage, redrivesSection } from "./redrives.js";
 import { SessionPage } from "./session.js";
 
 const app = document.getElementById("app");
@@ -25,6 +27,7 @@ class SessionsPage {
     });
     this.body = h("tbody");
     this.count = h("span", { class: "muted" });
+    this.redrives = h("div", { id: "redrives-panel" });
     fill(root, 
       h("div", { class: "bar" }, h("h1", {}, "Sessions"), this.search, this.count),
       h(
@@ -37,8 +40,10 @@ class SessionsPage {
         ),
         this.body,
       ),
+      this.redrives,
     );
     this.load();
+    redrivesSection(this.redrives);
     this.stream = new EventSource("/api/stream");
     this.stream.addEventListener("sessions", () => this.load());
     this.stream.onopen = () => setLive(true);
@@ -80,7 +85,8 @@ function route() {
   if (current) current.close();
   const hash = location.hash.replace(/^#/, "");
   const m = hash.match(/^\/s\/([A-Za-z0-9_]+)/);
-  current = m ? new SessionPage(app, m[1], setLive) : new SessionsPage(app);
+  const r = hash.match(/^\/r\/([A-Za-z0-9_]+)/);
+  current = m ? new SessionPage(app, m[1], setLive) : r ? new RedrivePage(app, r[1]) : new SessionsPage(app);
 }
 
 window.addEventListener("hashchange", route);

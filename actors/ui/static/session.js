@@ -2,6 +2,7 @@
 // the timeline, the task DAG, token usage, replay. Live over SSE.
 import { dagSvg, legend, usageChart } from "./charts.js";
 import { ago, api, badge, clear, fill, debounce, fmt, h, post, showError } from "./dom.js";
+import { redrivenLine } from "./redrives.js";
 import { Timeline } from "./timeline.js";
 import { TreeView } from "./tree.js";
 import { Waterfall } from "./waterfall.js";
@@ -15,6 +16,7 @@ export class SessionPage {
     this.sid = sid;
     this.base = `/api/sessions/${sid}`;
     this.head = h("div", { class: "session-head", id: "head" });
+    this.redriven = h("p", { class: "muted", id: "redriven" });
     this.waits = h("div", { id: "waits" });
     this.note = h("p", { id: "note", class: "note", role: "status" });
     this.nodeBox = h("div", { class: "node-detail", id: "node" }, h("p", { class: "muted" }, "click a node to see its content"));
@@ -27,6 +29,7 @@ export class SessionPage {
     fill(root, 
       h("p", {}, h("a", { href: "#/" }, "◂ sessions")),
       this.head,
+      this.redriven,
       this.note,
       this.waits,
       section("tree-panel", "Node tree", h("div", { class: "split" }, treeBox, this.nodeBox)),
@@ -61,7 +64,7 @@ export class SessionPage {
       return;
     }
     this.timeline.facets(doc);
-    await Promise.all([this.loadDag(), this.loadUsage(), this.loadWaterfall()]);
+    await Promise.all([this.loadDag(), this.loadUsage(), this.loadWaterfall(), redrivenLine(this.redriven, this.sid)]);
     this.stream = new EventSource(`${this.base}/stream?after=${doc.last_seq}`);
     this.stream.addEventListener("events", () => {
       this.refresh();
@@ -274,7 +277,10 @@ export class SessionPage {
   }
 
   async loadWaterfall() {
-    this.waterfall.load(await api(`${this.base}/waterfall`));
+    // Live: only what came after the last event drawn, added to what is drawn.
+    const w = this.waterfall;
+    if (w.doc) w.extend(await api(`${this.base}/waterfall`, { after: w.doc.last_seq, calls: w.doc.calls }));
+    else w.load(await api(`${this.base}/waterfall`));
   }
 
   async loadUsage() {

@@ -12,6 +12,10 @@ from typing import Any
 from _cli_helpers import Where, invoke
 from fake_server import FakeServer, Reply
 
+from actors.recording.inputs import RunInputs
+from actors.recording.recorded import run_started_of
+from actors.runtime.runtime import Runtime
+
 SESSIONS = 3
 ATTEMPT = re.compile(rb":brain:r[0-9]+")
 
@@ -69,3 +73,31 @@ def test_a_bad_error_pattern_is_refused_in_one_line(empty: Where) -> None:
     assert 2 == result.code
     assert 1 == len(result.err_lines())
     assert "not a regular expression" in result.err
+
+
+def test_a_redriven_run_records_the_redrive_and_show_and_timeline_name_it(empty: Where) -> None:
+    with FakeServer() as server:
+        server.answer_with(
+            lambda path, request: Reply(status=503, body={"error": {"message": "down"}})
+        )
+        ran = invoke(empty, "run", "hello", "--model", "openai:m", "--base-url", server.url,
+                     "--json")  # fmt: skip
+        sid = ran.json()["session_id"]
+        server.answer_with(None)
+        done = invoke(empty, "redrive", "--error", "HTTP 503", "--base-url", server.url)
+    assert 0 == done.code, done.err
+    [rid] = re.findall(r"redrive_[0-9]{8}_[0-9]{6}_[0-9a-f]{4}", done.out)
+
+    with Runtime(empty.home, empty.project, read_only=True) as rt:
+        first, second = (
+            RunInputs.from_metadata(run_started_of(rt.store.read_run(sid, r)).metadata)
+            for r in rt.main_runs(sid)
+        )
+    assert (None, 5) == (first.redrive, first.inputs_version)  # not re-driven: version 5
+    assert (rid, 6) == (second.redrive, second.inputs_version)
+    shown = invoke(empty, "show", sid)
+    assert f"re-driven: brain:r2 by {rid}" in shown.out, shown.out
+    assert rid in invoke(empty, "timeline", sid).out
+    assert 0 == invoke(empty, "verify", sid).code
+    replayed = invoke(empty, "replay", sid, "--json")
+    assert (0, True) == (replayed.code, replayed.json()["identical"])

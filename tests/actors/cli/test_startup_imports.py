@@ -99,6 +99,20 @@ def test_sessions_and_show_load_no_orchestration_no_provider_no_httpx_no_structl
     assert (0, []) == (code, under(modules, RUNTIME))
 
 
+@pytest.mark.parametrize("argv", [["call", "last", "--json"], ["call", "1"], ["calls"]])
+def test_call_and_calls_load_no_orchestration_no_provider_no_httpx(
+    demo: tuple[Where, str], argv: list[str]
+) -> None:
+    # (the providers' request bodies only for ``clew call --as``)
+    where, sid = demo
+    args = ["--home", str(where.home), "--project", str(where.project), "--no-pager"]
+    args = args if argv[0] == "call" else args[:-1]
+
+    code, modules = imported(argv[0], sid, *argv[1:], *args)
+
+    assert (0, []) == (code, under(modules, RUNTIME))
+
+
 def test_sessions_imports_only_its_own_command_module(demo: tuple[Where, str]) -> None:
     where, _ = demo
 

@@ -390,3 +390,38 @@ def test_any_version_5_inputs_with_checks_round_trip(
     metadata = current.to_metadata()
 
     assert current == RunInputs.from_metadata(msgspec.json.decode(msgspec.json.encode(metadata)))
+
+
+# --- version 6: the re-drive --------------------------------------------------------------
+
+
+def test_a_redriven_retry_records_version_6_and_any_other_run_version_5() -> None:
+    retry = RunInputs(prompt="hi", flow=FLOW, retry_of="s:brain:r1")
+    redriven = msgspec.structs.replace(retry, redrive="redrive_20260101_000000_ab12")
+
+    assert 5 == retry.in_oldest_version().inputs_version
+    recorded = redriven.in_oldest_version()
+    assert (6, "redrive_20260101_000000_ab12") == (recorded.inputs_version, recorded.redrive)
+    assert "redrive_20260101_000000_ab12" == recorded.to_metadata()["redrive"]
+    assert recorded == RunInputs.from_metadata(recorded.to_metadata())
+
+
+def test_a_version_5_record_has_no_redrive_key_and_upcasts_to_none() -> None:
+    v5 = RunInputs(prompt="hi", flow=FLOW, redrive="redrive_x", inputs_version=5)
+
+    written = v5.to_metadata()
+
+    assert "redrive" not in written
+    assert None is RunInputs.from_metadata(written).redrive
+    assert written == RunInputs.from_metadata(written).to_metadata()  # written back as is
+
+
+@given(run_inputs, st.none() | short_texts)
+def test_any_version_6_inputs_with_a_redrive_round_trip(
+    inputs: RunInputs, redrive: str | None
+) -> None:
+    current = msgspec.structs.replace(inputs, redrive=redrive, inputs_version=6)
+
+    metadata = current.to_metadata()
+
+    assert current == RunInputs.from_metadata(msgspec.json.decode(msgspec.json.encode(metadata)))
