@@ -28,6 +28,7 @@ from eventlog.blocks import (
     ContentBlock,
     JsonBlock,
     Message,
+    Role,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -40,6 +41,13 @@ RESPONSE_SUMMARY: Final = "openai_agents.ModelResponse"
 OUTPUT_SPEC: Final = "output_schema"
 
 _RESPONSE: Final = TypeAdapter(ModelResponse)
+#: The SDK's message roles in clew's (a ``developer`` message is a system message).
+_ROLES: Final[dict[str, Role]] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
 
 
 def jsonable(value: Any) -> Any:
@@ -76,15 +84,14 @@ def _message_of(item: dict[str, Any]) -> Message:
         return Message(role="assistant", content=[call])
     if kind == "function_call_output":
         output = item.get("output")
-        block: ContentBlock = (
+        block: TextBlock | JsonBlock = (
             TextBlock(text=output) if isinstance(output, str) else JsonBlock(data=output)
         )
         result = ToolResultBlock(tool_call_id=str(item.get("call_id", "")), content=[block])
         return Message(role="tool", content=[result])
-    role = item.get("role")
-    if (kind in (None, "message")) and role in ("user", "assistant", "system", "developer"):
-        clew_role = "system" if role == "developer" else role
-        return Message(role=clew_role, content=[TextBlock(text=_text(item.get("content")))])
+    role = _ROLES.get(str(item.get("role")))
+    if kind in (None, "message") and role is not None:
+        return Message(role=role, content=[TextBlock(text=_text(item.get("content")))])
     return Message(role="user", content=[JsonBlock(data=item, summary=str(kind or "item"))])
 
 

@@ -13,7 +13,7 @@ served from the recording is yielded as one ``response.completed`` event.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from agents.agent_output import AgentOutputSchemaBase
@@ -41,7 +41,8 @@ from eventlog.blocks import ContentBlock
 from eventlog.events import TokenUsage
 from eventlog.events import Usage as ClewUsage
 
-Ask = Callable[[], Awaitable[tuple[ModelResponse, list[TResponseStreamEvent]]]]
+#: A live model call: the response, and the stream's events (none for ``get_response``).
+Ask = Callable[[], Coroutine[Any, Any, tuple[ModelResponse, list[TResponseStreamEvent]]]]
 
 
 class RecordedModel(Model):

@@ -123,7 +123,7 @@ class Wiring:
             async def run() -> str:
                 agent = await invoke(ctx, arguments)
                 chosen.append(self.agent(agent))
-                return agent.name
+                return str(agent.name)
 
             started = ToolCallStarted(
                 tool_call_id=seam.next_id("handoff"),
