@@ -3,12 +3,12 @@
 :class:`DurableRunner` runs an ``Agent`` with ``Runner.run``/``run_streamed`` inside a clew
 session and records the run as a main run of a kind of its own (``run_started`` phase
 :data:`PHASE`): its inputs, every model call with its usage
-(:mod:`actors.openai_agents.model`), every function tool call, handoff and
-``needs_approval`` wait (:mod:`actors.openai_agents.tools`,
-:mod:`actors.openai_agents.wiring`), the memory operations of an SDK ``Session``
-(:mod:`actors.openai_agents.memory`), the user's input and the final output as nodes of
-the session's tree, and ``run_ended`` with the output as JSON. ``run`` returns the SDK's
-``RunResult``.
+(:mod:`actors.openai_agents.model`), every function tool call, handoff, guardrail verdict
+and ``needs_approval`` wait (:mod:`actors.openai_agents.tools`,
+:mod:`actors.openai_agents.wiring`, :mod:`actors.openai_agents.guardrails`), the memory
+operations of an SDK ``Session`` (:mod:`actors.openai_agents.memory`), the user's input and
+the final output as nodes of the session's tree, and ``run_ended`` with the output as JSON.
+``run`` returns the SDK's ``RunResult``.
 
 Resume and replay re-execute the run *from the start* with the recorder serving the
 recording: given the same replies and tool results the SDK takes the same steps, so a
@@ -28,7 +28,6 @@ prompt (a string). A resume or a replay of a streamed run re-executes it with
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -282,7 +281,7 @@ class DurableRunner:
         seam = Seam(bridge, self._policies, in_doubt, env.settings.approval_required)
         wiring = Wiring(seam, self._config)
         agent = wiring.agent(self.agent)
-        config = dataclasses.replace(self._config, model=None)  # each copy has its model
+        config = wiring.sdk_config
         memory = given.memory or self._memory
         recorded = RecordedMemory(memory, seam) if memory is not None else None
         prompt = request.inputs.prompt

@@ -1,17 +1,17 @@
 """The agent graph of one durable run: each agent a copy whose model and tools are recorded.
 
 The SDK resolves a turn's model, tools and handoffs from the agent it is running, so one
-run's recording seams go *into* its agents: :class:`Wiring` copies the starting agent
-and every agent its handoffs reach (once each: a graph may loop) as a
-:class:`RecordedAgent` whose model is a :class:`~actors.openai_agents.model.RecordedModel`
-(under the agent's name as the role), whose function tools — its own, its MCP servers',
-agents as tools — are recorded (:func:`~actors.openai_agents.tools.recorded_tool`) and
-whose handoffs lead to the copies. A handoff is recorded as the call the model made
-(``tool_call_started``/``tool_call_finished`` of ``transfer_to_…``, the target agent's
-name as its result); from there the run's model calls carry the new agent's name as
-their role. The SDK's results and hooks see the application's own agents (each copy
-is tagged with its original as the SDK's "public agent").
-"""
+run's recording seams go *into* its agents: :class:`Wiring` copies the starting agent and
+every agent its handoffs reach (once each: a graph may loop) as a :class:`RecordedAgent`
+whose model is a :class:`~actors.openai_agents.model.RecordedModel` (under the agent's name
+as the role), whose function tools — its own, its MCP servers', agents as tools — are
+recorded (:func:`~actors.openai_agents.tools.recorded_tool`) and whose guardrails' verdicts
+are recorded (:mod:`actors.openai_agents.guardrails`) and whose handoffs lead to the copies.
+A handoff is recorded as the call the model made
+(``tool_call_started``/``tool_call_finished`` of ``transfer_to_…``, the target agent's name
+as its result); from there the run's model calls carry the new agent's name as their role.
+The SDK's results and hooks see the application's own agents (each copy is tagged with its
+original as the SDK's "public agent")."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from agents.models.interface import Model
 from agents.run_context import RunContextWrapper
 from agents.tool import FunctionTool, Tool
 
+from actors.openai_agents.guardrails import recorded_input_guardrail, recorded_output_guardrail
 from actors.openai_agents.model import RecordedModel
 from actors.openai_agents.tools import Seam, recorded_tool
 from eventlog.blocks import JsonBlock
@@ -59,6 +60,18 @@ class Wiring:
     def __init__(self, seam: Seam, config: RunConfig) -> None:
         self.seam = seam
         self.config = config
+        #: The run's own config for the SDK: no model (each copy has its recorded one),
+        #: its run-level guardrails recorded.
+        self.sdk_config = dataclasses.replace(
+            config,
+            model=None,
+            input_guardrails=[
+                recorded_input_guardrail(g, seam, "run") for g in config.input_guardrails or []
+            ],
+            output_guardrails=[
+                recorded_output_guardrail(g, seam, "run") for g in config.output_guardrails or []
+            ],
+        )
         self._agents: dict[int, RecordedAgent] = {}
         self._tools: dict[tuple[int, str], FunctionTool] = {}
         #: The copies by agent name: a replayed handoff's target.
@@ -76,7 +89,17 @@ class Wiring:
             inner, self.seam.bridge, agent.name, model_name(agent, self.config, inner)
         )
         fields = {f.name: getattr(agent, f.name) for f in dataclasses.fields(Agent) if f.init}
-        copy = RecordedAgent(**{**fields, "model": recorded, "handoffs": []}, clew_wiring=self)
+        guards = {
+            "input_guardrails": [
+                recorded_input_guardrail(g, self.seam, agent.name) for g in agent.input_guardrails
+            ],
+            "output_guardrails": [
+                recorded_output_guardrail(g, self.seam, agent.name) for g in agent.output_guardrails
+            ],
+        }
+        copy = RecordedAgent(
+            **{**fields, **guards, "model": recorded, "handoffs": []}, clew_wiring=self
+        )
         set_public_agent(copy, agent)
         self._agents[id(agent)] = copy
         self.by_name.setdefault(agent.name, copy)

@@ -161,3 +161,44 @@ def test_a_tools_error_told_to_the_model_by_the_sdk_is_a_recorded_result(rt: Run
     told = runner.run_sync("charge 5", session=session).final_output
     assert told.startswith("told: An error occurred while running the tool")
     assert rt.replay(session.id, agent=runner).identical
+
+
+def test_guardrail_verdicts_are_recorded_and_a_tripwire_fails_the_run_alike_on_replay(
+    rt: Runtime,
+) -> None:
+    from agents import GuardrailFunctionOutput, input_guardrail, output_guardrail  # noqa: PLC0415
+    from agents.exceptions import InputGuardrailTripwireTriggered  # noqa: PLC0415
+
+    asked: list[str] = []
+
+    @input_guardrail
+    def no_swearing(ctx: Any, agent: Any, items: Any) -> GuardrailFunctionOutput:
+        asked.append("input")
+        text = items if isinstance(items, str) else str(items)
+        return GuardrailFunctionOutput(output_info={"checked": len(text)},
+                                       tripwire_triggered="darn" in text)  # fmt: skip
+
+    @output_guardrail
+    def polite(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+        asked.append("output")
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    def make() -> DurableRunner:
+        agent = Agent(name="clerk", model=_Script(lambda items: [assistant_message("Sure.")]),
+                      input_guardrails=[no_swearing], output_guardrails=[polite])  # fmt: skip
+        return DurableRunner(agent, run_config=NO_TRACES)
+
+    session = rt.new_session()
+    assert "Sure." == make().run_sync("hello", session=session).final_output
+    assert ["input", "output"] == asked
+    names = [e.event.tool_name for e in rt.store.iter_events(session.id)
+             if e.event_type == "tool_call_finished"]  # fmt: skip
+    assert ["guardrail.no_swearing", "guardrail.polite"] == names
+    assert rt.replay(session.id, agent=make()).identical
+    assert ["input", "output"] == asked  # the replay asked neither again
+
+    tripped = rt.new_session()
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        make().run_sync("darn it", session=tripped)
+    assert "failed" == rt.store.read_runs(tripped.id)[-1].status
+    assert rt.replay(tripped.id, agent=make()).identical
