@@ -5,13 +5,15 @@ agent's own, or the one its ``RunConfig.model_provider`` resolves). A call —
 ``get_response`` or ``stream_response`` — is recorded as ``model_requested`` (durable
 before the model is asked), its reply as ``model_responded`` and ``token_usage`` under
 the agent's name as the role; on a resume or a replay the recorded reply is handed back
-and the model is never asked again. A streamed call is one recorded call too: live, the
-model's stream is drained inside the call, then its events are yielded to the SDK; a reply
-served from the recording is yielded as one ``response.completed`` event.
+and the model is never asked again. A streamed call is one recorded call too: live, its
+events go on to the SDK as they come (the stream ends once the reply is recorded, and the
+SDK acts on a reply only then); a reply served from the recording is yielded as one
+``response.completed`` event.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
@@ -107,6 +109,9 @@ class RecordedModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
+        #: The live stream's events, as they come (a reply from the recording: none).
+        queue: asyncio.Queue[TResponseStreamEvent] = asyncio.Queue()
+
         async def ask() -> tuple[ModelResponse, list[TResponseStreamEvent]]:
             events: list[TResponseStreamEvent] = []
             stream = self.wrapped.stream_response(
@@ -123,13 +128,29 @@ class RecordedModel(Model):
             )
             async for event in stream:
                 events.append(event)
+                queue.put_nowait(event)
             return _completed(events), events
 
-        response, events = await self._recorded(
-            system_instructions, input, tools, output_schema, handoffs, ask
+        call = asyncio.ensure_future(
+            self._recorded(system_instructions, input, tools, output_schema, handoffs, ask)
         )
-        for event in events or [_completed_event(response)]:
-            yield event
+        # The events go on to the SDK as they come; the SDK acts on the reply (runs its
+        # tools) only once this stream ends, which is after the reply is recorded.
+        forwarded = 0
+        while not call.done():
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                break
+            forwarded += 1
+            yield getter.result()
+        while not queue.empty():
+            forwarded += 1
+            yield queue.get_nowait()
+        response, _ = await call
+        if not forwarded:
+            yield _completed_event(response)
 
     async def _recorded(
         self,

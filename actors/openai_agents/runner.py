@@ -175,8 +175,8 @@ class DurableRunner:
     ) -> AsyncIterator[RunResultStreaming]:
         """Stream a new main run of ``session``: ``Runner.run_streamed``'s result, recorded.
 
-        Each model reply is one recorded call: its events stream to the caller once it is
-        complete. The run ends when the block is left.
+        Each model reply is one recorded call: its events stream to the caller as they
+        come. The run ends when the block is left.
 
         Raises:
             DurableRunFailed: the run did not complete (interrupted, waiting).

@@ -181,6 +181,14 @@ def desk(
     return DurableRunner(agent, tools=policies, run_config=RunConfig(tracing_disabled=True))
 
 
+def cli_desk() -> DurableRunner:
+    """The desk of ``DESK_WORKDIR`` (``DESK_APPROVAL=1``: its refund needs approval), for
+    ``clew resume --agent _oai_desk:cli_desk``."""
+    env = os.environ
+    return desk(Path(env["DESK_WORKDIR"]), approval=env.get("DESK_APPROVAL") == "1",
+                base_url=env.get("DESK_BASE_URL"))  # fmt: skip
+
+
 def openai_desk_reply(path: str, body: Any) -> Any:
     """Answer the desk's Chat Completions requests like a provider, by turn (streamed when
     asked): look the order up, refund it, then the typed answer."""

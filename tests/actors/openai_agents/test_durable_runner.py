@@ -14,6 +14,7 @@ from _cli_helpers import Where, invoke
 from _oai_desk import PROMPT, Reply, _streamed, calls, desk, ledger
 
 from actors.errors import UsageError
+from actors.openai_agents import DurableRunner
 from actors.runtime.runtime import Runtime
 
 DONE = Reply(answer="Refunded 42.50 for A-17.", refunded=42.5)
@@ -130,3 +131,53 @@ def test_a_replay_called_from_async_code_runs(rt: Runtime, tmp_path: Path) -> No
         return rt.replay(session.id, agent=runner).identical
 
     assert asyncio.run(app())
+
+
+def test_a_streamed_reply_reaches_the_caller_before_the_model_has_finished_it(
+    rt: Runtime,
+) -> None:
+    from agents import Agent, RunConfig  # noqa: PLC0415
+    from agents.models.interface import Model  # noqa: PLC0415
+    from agents.testing import assistant_message  # noqa: PLC0415
+    from openai.types.responses import (  # noqa: PLC0415
+        Response,
+        ResponseCompletedEvent,
+        ResponseTextDeltaEvent,
+    )
+
+    seen = asyncio.Event()
+
+    class Slow(Model):
+        """Streams one delta, then finishes only once the caller has seen it."""
+
+        async def get_response(self, *a: object, **k: object) -> object:
+            raise NotImplementedError
+
+        async def stream_response(self, *a: object, **k: object):  # type: ignore[no-untyped-def]
+            yield ResponseTextDeltaEvent(type="response.output_text.delta", delta="Hel",
+                                         item_id="m", output_index=0, content_index=0,
+                                         sequence_number=0, logprobs=[])  # fmt: skip
+            await asyncio.wait_for(seen.wait(), 30)
+            done = Response.model_construct(id="r", created_at=0.0, model="slow",
+                                            object="response", parallel_tool_calls=False,
+                                            tool_choice="auto", tools=[], usage=None,
+                                            output=[assistant_message("Hello")])  # fmt: skip
+            yield ResponseCompletedEvent(type="response.completed", sequence_number=1,
+                                         response=done)  # fmt: skip
+
+    runner = DurableRunner(Agent(name="slow", model=Slow()),
+                           run_config=RunConfig(tracing_disabled=True))  # fmt: skip
+    session = rt.new_session()
+
+    async def consume() -> str:
+        async with runner.run_streamed("hi", session=session) as streamed:
+            async for event in streamed.stream_events():
+                if (
+                    getattr(getattr(event, "data", None), "type", "")
+                    == "response.output_text.delta"
+                ):
+                    seen.set()
+        return str(streamed.final_output)
+
+    assert "Hello" == asyncio.run(consume())
+    assert rt.replay(session.id, agent=runner).identical
