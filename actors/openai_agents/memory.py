@@ -23,6 +23,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session as SdkSession
 
 from actors.models.tool_policy import tool_context
+from actors.models.tools import InDoubtPolicy
 from actors.openai_agents.messages import jsonable
 from actors.openai_agents.tools import Seam
 from eventlog.blocks import JsonBlock, TextBlock
@@ -181,14 +182,21 @@ class RecordedMemory:
         #: Whether writes are keyed (done once per key): a ClewSession's are.
         self._keyed = isinstance(memory, ClewSession)
 
-    async def _op(self, name: str, run: Any, arguments: dict[str, Any], idempotent: bool) -> Any:
+    async def _op(
+        self,
+        name: str,
+        run: Any,
+        arguments: dict[str, Any],
+        idempotent: bool,
+        in_doubt: InDoubtPolicy = "skip",
+    ) -> Any:
         started = ToolCallStarted(
             tool_call_id=self._seam.next_id("memory"),
             tool_name=f"memory.{name}",
             arguments=arguments,
             idempotent=idempotent,
         )
-        outcome = await self._seam.call(started, run, "skip", self._seam.bridge.role)
+        outcome = await self._seam.call(started, run, in_doubt, self._seam.bridge.role)
         if isinstance(outcome, ToolCallFinished) and outcome.content:
             block = outcome.content[0]
             return block.data if isinstance(block, JsonBlock) else None
@@ -205,7 +213,10 @@ class RecordedMemory:
         async def run() -> None:
             await self._memory.add_items(items)
 
-        await self._op("add_items", run, {"count": len(items)}, idempotent=self._keyed)
+        # Not keyed (another Session): a write left in doubt is done again, maybe twice,
+        # rather than lost.
+        await self._op("add_items", run, {"count": len(items)}, idempotent=self._keyed,
+                       in_doubt="retry")  # fmt: skip
 
     async def pop_item(self) -> TResponseInputItem | None:
         async def run() -> Any:
