@@ -7,10 +7,12 @@ for the user.
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import msgspec
@@ -27,6 +29,9 @@ from actors.models.scripted import ScriptedModel
 from actors.models.tools import Tool
 from actors.orchestration.team import Team
 from eventlog.records import SessionRow
+
+if TYPE_CHECKING:
+    from actors.orchestration.brain import RunKind
 
 #: Seconds the pre-flight TCP probe of a provider waits before calling it unreachable.
 PROBE_TIMEOUT = 3.0
@@ -166,6 +171,28 @@ def models_for_resume(
         f"session {row.session_id} was not created by clew demo or clew run, so its model is"
         " unknown; pass --model SPEC (or resume it in the application that made it)"
     )
+
+
+def load_agent(ref: str) -> RunKind:
+    """Import ``module:callable`` and call it: the framework agent a run was made by
+    (``actors.pydantic_ai.DurableAgent``, ``actors.openai_agents.DurableRunner``), for
+    ``clew resume --agent``.
+
+    Raises:
+        UsageError: a malformed reference, or a module or callable that cannot be found.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--agent {quoted(ref)} is not of the form module:callable")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UsageError(f"--agent {quoted(ref)}: cannot import {quoted(module_name)}: {e}") from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UsageError(f"--agent {quoted(ref)}: {quoted(attr)} is not a callable of the module")
+    agent: RunKind = factory()
+    return agent
 
 
 def resume_line(row: SessionRow) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import typer
@@ -33,6 +33,7 @@ from actors.cli.recipes import (
     ModelRecipe,
     build_model,
     check_reachable,
+    load_agent,
     models_for_resume,
     recipe_of,
     team_from_file,
@@ -51,6 +52,9 @@ from actors.runtime.start import check_prompt
 from eventlog.errors import ReplayDivergence, StoreError
 from eventlog.events import ModelFailed
 from eventlog.records import SessionRow
+
+if TYPE_CHECKING:
+    from actors.orchestration.brain import RunKind
 
 
 def _print_now(line: str) -> None:
@@ -284,10 +288,17 @@ FromDivergence = Annotated[
 
 
 def _resume(
-    rt: Runtime, sid: str, models: list[Model], tools: list[Tool], team: Team | None, past: bool
+    rt: Runtime,
+    sid: str,
+    made_of: tuple[list[Model], list[Tool], Team | None] | RunKind,
+    past: bool,
 ) -> RunOutcome:
-    """Resume ``sid``; a refusal or an environment failure is one line on stderr."""
+    """Resume ``sid`` (with its models, tools and team, or the framework agent that made
+    it); a refusal or an environment failure is one line on stderr."""
     try:
+        if not isinstance(made_of, tuple):
+            return rt.resume(sid, agent=made_of, from_divergence=past)
+        models, tools, team = made_of
         return rt.resume(sid, model=models, tools=tools, team=team, from_divergence=past)
     except ReplayDivergence as e:
         # A refusal (exit 2): nothing was written; the flag is the way past it.
@@ -314,6 +325,15 @@ def resume(
     project: Project = None,
     as_json: Json = False,
     from_divergence: FromDivergence = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="MODULE:CALLABLE",
+            help="the framework agent that made the run (a callable returning it:"
+            " a DurableAgent, a DurableRunner)",
+        ),
+    ] = None,
 ) -> None:
     """Finish an interrupted session: replay it to the end of its log, then go on live."""
     where = where_from(home, project)
@@ -330,10 +350,14 @@ def resume(
                     f"session {sid} is still waiting for {state.describe()};"
                     f" decide first (clew pending {sid})"
                 )
-        models, tools, team = going_on_with(
-            rt, row, model=model, base_url=base_url, team_file=team_file, slow=slow
+        made_of = (
+            load_agent(agent)
+            if agent is not None
+            else going_on_with(
+                rt, row, model=model, base_url=base_url, team_file=team_file, slow=slow
+            )
         )
-        outcome = _resume(rt, sid, models, tools, team, from_divergence)
+        outcome = _resume(rt, sid, made_of, from_divergence)
     if as_json:
         print_json(outcome_json(outcome))
     elif outcome.status == "interrupted":

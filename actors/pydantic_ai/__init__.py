@@ -4,8 +4,8 @@
 does not. Modules: ``agent`` (the wrapper: a run of the agent as a clew main run),
 ``model`` (every model request through the recorder), ``toolset`` (every tool call
 through clew's tool seam; :func:`tool_context`, :class:`ToolPolicy`), ``messages`` (the
-framework's messages in clew's terms), ``run`` (the bridge from the framework's event
-loop to the recorder). See docs/pydantic-ai.md.
+framework's messages in clew's terms); the bridge from the framework's event loop to the
+recorder is :mod:`actors.recording.bridge`. See docs/pydantic-ai.md.
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ from actors.orchestration.main_run import RunOutcome
 from actors.orchestration.worker import cancelled_run_end
 from actors.pydantic_ai.messages import jsonable
 from actors.pydantic_ai.model import RecordedModel
-from actors.pydantic_ai.run import Bridge
 from actors.pydantic_ai.toolset import RecordedToolset, ToolPolicy
+from actors.recording.bridge import Bridge
 from actors.recording.inputs import FLOW, RunInputs
 from actors.recording.recorder import RunRecorder
 from actors.recording.stops import interruption, is_replay_stop

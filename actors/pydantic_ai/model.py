@@ -32,7 +32,7 @@ from actors.pydantic_ai.messages import (
     stop_reason,
     usage_of,
 )
-from actors.pydantic_ai.run import Bridge
+from actors.recording.bridge import Bridge
 from actors.replay.requests import requested_event
 from eventlog.blocks import ContentBlock
 from eventlog.events import TokenUsage, Usage

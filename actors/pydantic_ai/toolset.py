@@ -15,7 +15,8 @@ call not run again is told to the model the same way; any other exception ends t
 as it does in Pydantic AI, as :class:`ToolCallFailed`.
 
 A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
-:func:`tool_context`.
+:func:`tool_context` (:mod:`actors.models.tool_policy`, shared with the Agents SDK's
+integration, as :class:`ToolPolicy` is).
 
 A tool that requires approval (``requires_approval=True``, or named in the session's
 ``RunSettings.approval_required``) waits for a person the clew way instead of ending the
@@ -28,7 +29,6 @@ an edit), or the model is told the denial.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
@@ -40,10 +40,11 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from actors.errors import ToolCallFailed
+from actors.models.tool_policy import ToolPolicy, set_tool_context, tool_context
 from actors.models.tools import InDoubtPolicy, ToolContext
 from actors.orchestration.approvals import apply, pending_of
 from actors.pydantic_ai.messages import jsonable
-from actors.pydantic_ai.run import Bridge
+from actors.recording.bridge import Bridge
 from actors.recording.recorder import RunRecorder
 from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
 from eventlog.events import (
@@ -57,30 +58,6 @@ from eventlog.events import (
 
 #: The error types a call's outcome is told to the model with (``ModelRetry``), not raised.
 _RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
-
-_CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
-    "clew_pydantic_ai_tool_context", default=None
-)
-
-
-class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """How a tool behaves after a crash: whether it may simply run again, else what a
-    resume does with a call left in doubt (None: the run's ``in_doubt_policy``)."""
-
-    idempotent: bool = False
-    in_doubt: InDoubtPolicy | None = None
-
-
-def tool_context() -> ToolContext:
-    """Return the clew context of the tool call running now (its ``idempotency_key``).
-
-    Raises:
-        RuntimeError: not called from a tool of a durable run.
-    """
-    ctx = _CONTEXT.get()
-    if ctx is None:
-        raise RuntimeError("tool_context() is only available inside a tool of a durable run")
-    return ctx
 
 
 class RecordedToolset(WrapperToolset[Any]):
@@ -148,7 +125,7 @@ class RecordedToolset(WrapperToolset[Any]):
         bridge = self._bridge
 
         async def run(context: ToolContext) -> Any:
-            _CONTEXT.set(context)  # this task's own copy of the context
+            set_tool_context(context)  # this task's own copy of the context
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
         def live(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
@@ -233,3 +210,6 @@ def result_of(outcome: ToolCallFinished) -> Any:
         if isinstance(block, TextBlock):
             return block.text
     return [b.data if isinstance(b, JsonBlock) else msgspec.to_builtins(b) for b in outcome.content]
+
+
+__all__ = ["RecordedToolset", "ToolPolicy", "result_of", "tool_context"]

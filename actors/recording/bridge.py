@@ -1,11 +1,12 @@
-"""The bridge between a Pydantic AI run's event loop and clew's run recorder.
+"""The bridge between a framework's event loop and clew's run recorder.
 
-The framework is ``async``; the recorder is synchronous (it commits, and may wait for a
+A framework integration (``actors.pydantic_ai``, ``actors.openai_agents``) runs the
+framework's own ``async`` agent loop; the recorder is synchronous (it commits, and may wait for a
 live model call or tool). Every recorded step therefore runs on a worker thread
 (:meth:`Bridge.recorded`), one at a time, and whatever it must ask live (the model, the
 tool) is scheduled back on the run's loop (:meth:`Bridge.on_loop`) and awaited there. The
-run's tool calls run one after another (the wrapper sets Pydantic AI's ``sequential``
-mode), so the recorded order is the order the framework asked in.
+run's tool calls run one after another (each integration serialises them), so the
+recorded order is the order the framework asked in.
 """
 
 from __future__ import annotations

@@ -1,0 +1,241 @@
+"""The recorded tools: every function tool call of an Agents SDK run goes through clew's
+tool seam, and a ``needs_approval`` tool waits for a person the clew way.
+
+:func:`recorded_tool` wraps one ``FunctionTool`` of an agent (a decorated function, an
+MCP server's tool as the SDK exposes it, an agent as a tool). A call records
+``tool_call_started`` — committed before the tool runs — then its outcome
+(``tool_call_finished`` holding the result as JSON, or ``tool_failed``). A resume or a
+replay hands back the recorded result; a call a crash left *in doubt* (started, no
+outcome) runs again if the tool is idempotent, else its in-doubt policy decides
+(:class:`~actors.models.tool_policy.ToolPolicy`; docs/replay-and-recovery.md). Calls of
+one run are recorded one at a time, in the order the model asked for them (the SDK
+starts a turn's calls as tasks in that order; a lock of the run serialises them).
+
+What the SDK gets back is the recorded form (the result as JSON), live as on a replay, so
+both ask the model the same. A tool's own exception is told to the model by the SDK's
+``failure_error_function`` as usual (a recorded result); a tool without one that raises
+ends the run as :class:`~actors.errors.ToolCallFailed`. An in-doubt call not run again, or
+a denied one, is told to the model as the call's output.
+
+A tool with ``needs_approval`` (True, or a policy the SDK would ask), or named in the
+session's ``RunSettings.approval_required``, does not interrupt the run with the SDK's
+``RunState``: ``approval_requested`` is recorded before its ``tool_call_started`` and the
+run parks (``run_waiting``); ``clew approve``/``deny`` (or ``Session.decide``) from any
+process records the decision, and a resume re-executes the run to the wait and goes on.
+
+A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
+:func:`~actors.models.tool_policy.tool_context`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import msgspec
+from agents.tool import FunctionTool
+from agents.tool_context import ToolContext as SdkToolContext
+
+from actors.errors import ToolCallFailed
+from actors.models.tool_policy import ToolPolicy, set_tool_context
+from actors.models.tools import InDoubtPolicy, ToolContext
+from actors.openai_agents.messages import jsonable
+from actors.orchestration.approvals import apply, pending_of
+from actors.recording.bridge import Bridge
+from actors.recording.recorder import RunRecorder
+from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
+from eventlog.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    RunWaiting,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolFailed,
+)
+
+#: The error types of an outcome told to the model as the call's output, not raised.
+_TOLD: Final = frozenset({"InDoubt", "ApprovalDenied"})
+
+
+class Seam:
+    """One run's tool seam: the bridge, the tool policies, the lock that serialises calls."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        policies: Mapping[str, ToolPolicy],
+        in_doubt: InDoubtPolicy,
+        approval_required: list[str],
+    ) -> None:
+        self.bridge = bridge
+        self.policies = dict(policies)
+        self.in_doubt: InDoubtPolicy = in_doubt
+        self.approval_required = list(approval_required)
+        self.lock = asyncio.Lock()
+        self._n = 0
+
+    def next_id(self, kind: str) -> str:
+        """Return the next call id of a step with no id of its own (a handoff, a memory
+        operation): the same on every execution of the run."""
+        self._n += 1
+        return f"{kind}-{self._n}"
+
+    async def call(
+        self,
+        started: ToolCallStarted,
+        run: Callable[[], Awaitable[Any]],
+        in_doubt: InDoubtPolicy | None = None,
+        role: str = "",
+        gated: bool = False,
+        edit: Callable[[dict[str, Any]], None] | None = None,
+    ) -> ToolCallFinished | ToolFailed:
+        """Record one call (``run()`` live, on the run's loop); return its outcome.
+
+        ``gated``: the call waits for a person's approval first; ``edit`` is handed the
+        arguments a person's edit gave it.
+        """
+        bridge = self.bridge
+        policy: InDoubtPolicy = in_doubt or self.in_doubt
+
+        async def in_context(context: ToolContext) -> Any:
+            set_tool_context(context)  # this task's own copy of the context
+            return await run()
+
+        def live(rec: RunRecorder, call_id: str, name: str) -> ToolCallFinished | ToolFailed:
+            context = ToolContext(
+                tool_call_id=call_id,
+                session_id=rec.session_id,
+                run_id=rec.run_id,
+                agent_id=rec.agent_id,
+                role=role,
+                attempt=rec.tool_attempt,
+                cancel=rec.cancel,
+            )
+            try:
+                value = bridge.on_loop(in_context(context))
+            except Exception as e:  # an outcome of the tool: recorded, then raised again
+                return ToolFailed(
+                    tool_call_id=call_id,
+                    tool_name=name,
+                    error_type=type(e).__name__,
+                    message=str(e) or repr(e),
+                )
+            return ToolCallFinished(
+                tool_call_id=call_id, tool_name=name, content=[JsonBlock(data=jsonable(value))]
+            )
+
+        def step(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
+            rec.checkpoint("tool")
+            call = ToolCallBlock(
+                id=started.tool_call_id, name=started.tool_name, arguments=started.arguments
+            )
+            decided = _gate(rec, call, role, gated)
+            if isinstance(decided, ToolFailed):
+                return rec.tool_call(started, lambda: decided, policy)
+            if decided.arguments != started.arguments and edit is not None:
+                edit(dict(decided.arguments))
+            asked = msgspec.structs.replace(started, arguments=dict(decided.arguments))
+            return rec.tool_call(asked, lambda: live(rec, call.id, call.name), policy)
+
+        async with self.lock:
+            return await bridge.recorded(step)
+
+
+def _gate(
+    rec: RunRecorder, call: ToolCallBlock, role: str, gated: bool
+) -> ToolCallBlock | ToolFailed:
+    """Return the call to run (edited, maybe), or a denial's ``tool_failed``.
+
+    Whether the call waits is the tool's live answer; re-executing, the recording's (its
+    ``approval_requested`` is next, or not).
+
+    Raises:
+        RunParked: the call waits for a person (``run_waiting`` is recorded).
+    """
+    if rec.replaying:
+        nxt = rec.peek()
+        recorded = nxt.event if nxt is not None else None
+        if not isinstance(recorded, ApprovalRequested) or recorded.tool_call_id != call.id:
+            return call
+        reason = recorded.reason
+    elif gated:
+        reason = f"tool {call.name!r} needs approval"
+    else:
+        return call
+    request = ApprovalRequested(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        arguments=dict(call.arguments),
+        agent_id=rec.agent_id,
+        role=role,
+        reason=reason,
+    )
+    rec.emit(request)
+    pending = [pending_of(rec.session_id, rec.run_id, request)]
+    rec.wait_point(RunWaiting(run_id=rec.run_id, reason="approval", pending=[call.id]), pending)
+    decided = rec.take_recorded(ApprovalDecided, lambda e: e.tool_call_id == call.id)
+    rec.go_on(decided is not None, pending)
+    assert decided is not None
+    return apply(call, decided, "a person")
+
+
+def result_of(outcome: ToolCallFinished) -> Any:
+    """Return the value a recorded tool outcome hands the SDK."""
+    if len(outcome.content) == 1:
+        block = outcome.content[0]
+        if isinstance(block, JsonBlock):
+            return block.data
+        if isinstance(block, TextBlock):
+            return block.text
+    return [b.data if isinstance(b, JsonBlock) else msgspec.to_builtins(b) for b in outcome.content]
+
+
+def policy_of(seam: Seam, tool: FunctionTool) -> ToolPolicy:
+    """Return the policy of ``tool``: given to the runner by name, else not idempotent with
+    the run's in-doubt policy."""
+    return seam.policies.get(tool.name) or ToolPolicy()
+
+
+def recorded_tool(tool: FunctionTool, seam: Seam, role: str) -> FunctionTool:
+    """Return ``tool`` with every call recorded through ``seam`` (see the module docstring)."""
+    policy = policy_of(seam, tool)
+    invoke = tool.on_invoke_tool
+    needs = tool.needs_approval
+    required = tool.name in seam.approval_required or "*" in seam.approval_required
+
+    async def on_invoke_tool(ctx: SdkToolContext[Any], arguments: str) -> Any:
+        try:
+            parsed = json.loads(arguments) if arguments else {}
+        except ValueError:
+            parsed = {"_raw": arguments}
+        args = parsed if isinstance(parsed, dict) else {"_value": parsed}
+        gated = required or needs is True
+        if callable(needs) and not seam.bridge.rec.replaying:
+            verdict = needs(ctx, args, ctx.tool_call_id)
+            gated = gated or bool(await verdict if inspect.isawaitable(verdict) else verdict)
+        started = ToolCallStarted(
+            tool_call_id=ctx.tool_call_id,
+            tool_name=tool.name,
+            arguments=jsonable(args),
+            idempotent=policy.idempotent,
+        )
+        sent = {"arguments": arguments}
+
+        async def run() -> Any:
+            return await invoke(ctx, sent["arguments"])
+
+        def edit(new: dict[str, Any]) -> None:
+            sent["arguments"] = json.dumps(new)
+
+        outcome = await seam.call(started, run, policy.in_doubt, role, gated, edit)
+        if isinstance(outcome, ToolFailed):
+            if outcome.error_type in _TOLD:
+                return outcome.message
+            raise ToolCallFailed(tool.name, outcome.error_type, outcome.message)
+        return result_of(outcome)
+
+    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool, needs_approval=False)

@@ -1,0 +1,183 @@
+"""An Agents SDK agent as a durable clew run: recorded, replayed, diverging when changed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("agents")
+
+from _cli_helpers import Where, invoke
+from _oai_desk import PROMPT, Reply, _streamed, calls, desk, ledger
+
+from actors.errors import UsageError
+from actors.openai_agents import DurableRunner
+from actors.runtime.runtime import Runtime
+
+DONE = Reply(answer="Refunded 42.50 for A-17.", refunded=42.5)
+
+
+@pytest.fixture
+def rt(tmp_path: Path) -> Iterator[Runtime]:
+    runtime = Runtime(tmp_path / "home", tmp_path)
+    yield runtime
+    runtime.close()
+
+
+def _types(rt: Runtime, sid: str) -> list[str]:
+    return [e.event_type for e in rt.store.iter_events(sid)]
+
+
+def test_a_run_returns_the_sdks_typed_result_and_records_every_step(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    session = rt.new_session()
+    result = desk(tmp_path).run_sync(PROMPT, session=session)
+    assert DONE == result.final_output
+    assert "desk" == result.last_agent.name
+    assert 3 == calls(tmp_path)
+    assert 1 == len(ledger(tmp_path))
+    types = _types(rt, session.id)
+    assert 3 == types.count("model_requested") == types.count("model_responded")
+    assert 3 == types.count("token_usage")
+    assert 2 == types.count("tool_call_started") == types.count("tool_call_finished")
+    assert "run_ended" == types[-1]
+    run = rt.store.read_runs(session.id)[-1]
+    assert "completed" == run.status
+
+
+def test_the_idempotency_key_is_unique_per_run_and_call(rt: Runtime, tmp_path: Path) -> None:
+    runner = desk(tmp_path)
+    runner.run_sync(PROMPT, session=rt.new_session())
+    runner.run_sync(PROMPT, session=rt.new_session())
+    assert 2 == len({line["key"] for line in ledger(tmp_path)})
+
+
+def test_a_replay_is_identical_and_asks_nothing(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    report = rt.replay(session.id, agent=desk(tmp_path))
+    assert report.identical, report.summary()
+    assert 3 == calls(tmp_path)
+    assert 1 == len(ledger(tmp_path))
+
+
+def test_changed_instructions_are_a_readable_divergence(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    report = rt.replay(session.id, agent=desk(tmp_path, instructions="You are a rude desk."))
+    assert not report.identical
+    assert "model_requested" in report.summary()
+    assert "rude" in report.summary()
+
+
+def test_a_changed_tool_is_a_divergence(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    report = rt.replay(session.id, agent=desk(tmp_path, lookup_doc="Find an order."))
+    assert not report.identical
+    assert "model_requested" in report.summary()
+
+
+def test_a_streamed_run_is_recorded_like_a_run_and_replays_identically(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    session = rt.new_session()
+    assert DONE == asyncio.run(_streamed(desk(tmp_path), session))
+    types = _types(rt, session.id)
+    assert 3 == types.count("model_responded")
+    assert 2 == types.count("tool_call_finished")
+    report = rt.replay(session.id, agent=desk(tmp_path))
+    assert report.identical, report.summary()
+    assert 3 == calls(tmp_path)
+
+
+def test_the_run_shows_in_timeline_show_and_usage_with_the_agent_as_role(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    rt.close()
+    where = Where(tmp_path / "home", tmp_path)
+    timeline = invoke(where, "timeline", session.id)
+    assert 0 == timeline.code, timeline.err
+    assert "issue_refund" in timeline.out
+    shown = invoke(where, "show", session.id)
+    assert 0 == shown.code, shown.err
+    assert "Refunded 42.50" in shown.out
+    usage = invoke(where, "usage", session.id)
+    assert 0 == usage.code, usage.err
+    assert "desk" in usage.out
+    checked = invoke(where, "verify", session.id)
+    assert 0 == checked.code, checked.out + checked.err
+
+
+def test_a_replay_without_the_runner_says_to_pass_it(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    desk(tmp_path).run_sync(PROMPT, session=session)
+    with pytest.raises(UsageError, match="pass that agent"):
+        rt.replay(session.id)
+
+
+def test_a_replay_called_from_async_code_runs(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+    runner = desk(tmp_path)
+
+    async def app() -> bool:
+        await runner.run(PROMPT, session=session)
+        return rt.replay(session.id, agent=runner).identical
+
+    assert asyncio.run(app())
+
+
+def test_a_streamed_reply_reaches_the_caller_before_the_model_has_finished_it(
+    rt: Runtime,
+) -> None:
+    from agents import Agent, RunConfig  # noqa: PLC0415
+    from agents.models.interface import Model  # noqa: PLC0415
+    from agents.testing import assistant_message  # noqa: PLC0415
+    from openai.types.responses import (  # noqa: PLC0415
+        Response,
+        ResponseCompletedEvent,
+        ResponseTextDeltaEvent,
+    )
+
+    seen = asyncio.Event()
+
+    class Slow(Model):
+        """Streams one delta, then finishes only once the caller has seen it."""
+
+        async def get_response(self, *a: object, **k: object) -> object:
+            raise NotImplementedError
+
+        async def stream_response(self, *a: object, **k: object):  # type: ignore[no-untyped-def]
+            yield ResponseTextDeltaEvent(type="response.output_text.delta", delta="Hel",
+                                         item_id="m", output_index=0, content_index=0,
+                                         sequence_number=0, logprobs=[])  # fmt: skip
+            await asyncio.wait_for(seen.wait(), 30)
+            done = Response.model_construct(id="r", created_at=0.0, model="slow",
+                                            object="response", parallel_tool_calls=False,
+                                            tool_choice="auto", tools=[], usage=None,
+                                            output=[assistant_message("Hello")])  # fmt: skip
+            yield ResponseCompletedEvent(type="response.completed", sequence_number=1,
+                                         response=done)  # fmt: skip
+
+    runner = DurableRunner(Agent(name="slow", model=Slow()),
+                           run_config=RunConfig(tracing_disabled=True))  # fmt: skip
+    session = rt.new_session()
+
+    async def consume() -> str:
+        async with runner.run_streamed("hi", session=session) as streamed:
+            async for event in streamed.stream_events():
+                if (
+                    getattr(getattr(event, "data", None), "type", "")
+                    == "response.output_text.delta"
+                ):
+                    seen.set()
+        return str(streamed.final_output)
+
+    assert "Hello" == asyncio.run(consume())
+    assert rt.replay(session.id, agent=runner).identical
