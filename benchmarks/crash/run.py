@@ -56,11 +56,10 @@ SYSTEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "agents": ("sys_agents", ("agents", "openai")),
     "clew_stream": ("sys_clew_stream", ("actors",)),
     "clew_pai": ("sys_clew_pai", ("actors", "pydantic_ai")),
+    "clew_agents": ("sys_clew_agents", ("actors", "agents", "openai")),
 }
 #: Columns the issue asks for that clew does not have yet (printed, never run).
-NOT_YET = {
-    "clew + OpenAI Agents SDK": "not in clew yet (issue 36, durable framework agents)",
-}
+NOT_YET: dict[str, str] = {}
 TOOL_POINTS = (
     f"{scenario.LOOKUP_TOOL}:enter",
     f"{scenario.REFUND_TOOL}:enter",

@@ -82,7 +82,7 @@ def run(mode: str, trial: Path, base_url: str) -> str:
             try:  # docs/pydantic-ai.md "Resume after a crash"
                 return _answer(rt.resume(sid, agent=desk).output)
             except NothingToResume:  # killed after the run ended
-                return _last_output(rt, sid)
+                return last_output(rt, sid)
         session = rt.new_session()
         sid_file.write_text(session.id)
         return _answer(desk.run_sync(scenario.PROMPT, session=session).output)
@@ -94,7 +94,7 @@ def _answer(output: Any) -> str:
     return str(output)
 
 
-def _last_output(rt: Runtime, sid: str) -> str:
+def last_output(rt: Runtime, sid: str) -> str:
     """Return the output the session's last ended run recorded (a kill after ``run_ended``)."""
     for ev in reversed(rt.store.read_events(sid)):
         if ev.event_type == "run_ended":
