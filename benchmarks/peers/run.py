@@ -395,5 +395,15 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def main_postgres() -> None:
+    """``--postgres``: the PostgreSQL peers instead (postgres_steps.py, its own options)."""
+    import postgres_steps  # noqa: PLC0415 - needs psycopg, which the cases above do not
+
+    postgres_steps.main([a for a in sys.argv[1:] if a != "--postgres"])
+
+
 if __name__ == "__main__":
-    main()
+    if "--postgres" in sys.argv[1:]:
+        main_postgres()
+    else:
+        main()
