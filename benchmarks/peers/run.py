@@ -4,6 +4,7 @@ Run from the checkout (see README.md beside this file)::
 
     python3 -m pip install '.[bench]'      # the peers; never needed by the tests
     PYTHONPATH=. python3 benchmarks/peers/run.py [--cases 1,2,3,4,5] [--quick]
+    PYTHONPATH=. python3 benchmarks/peers/run.py --postgres   # one durable step on PostgreSQL
 
 Every system writes SQLite with ``synchronous=FULL`` in WAL mode. Prints one table per
 case with ratios to clew measured in the same run; a peer that cannot be imported here is

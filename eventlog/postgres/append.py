@@ -10,15 +10,17 @@ session waits for the commit, then continues from the numbers it left.
 **One round trip.** The writer remembers, for each session it appended to (at most
 :data:`KNOWN_SESSIONS`), the counters and chain head its last commit left (:class:`_Head`).
 A batch whose sessions are all known (or created by the batch) is numbered and hashed from
-them in Python first; then ``BEGIN``, the lock, the materialised rows, one statement that
-advances each session's counters *only where they still hold the values the batch started
-from* and inserts the event rows (:data:`_ADVANCE`), the ``NOTIFY`` and ``COMMIT`` go to
-the server in one psycopg pipeline with one sync: one wait. If another process appended
-meanwhile, the advance matches no row, the event rows get a NULL ``session_id``, and the
-NOT NULL violation aborts the transaction before its ``COMMIT``: the writer forgets what it
-knew and runs the batch again from the rows it reads under the lock (two round trips: the
-lock's rows are read before numbering, as for a session not known). A run this writer has
-not seen in a session it did not create costs one more, once (``MAX(run_seq)``).
+them in Python first; then ``BEGIN``, the lock (of several sessions' rows), one statement
+that advances each session's counters *only where they still hold the values the batch
+started from*, sets its active node, inserts the event rows and sends the ``NOTIFY``
+(:data:`_ADVANCE`), the materialised rows, and ``COMMIT`` go to the server in one psycopg
+pipeline with one sync: one wait (four statements for a ``node_appended``). If another
+process appended meanwhile, the advance matches no row, the event rows get a NULL
+``session_id``, and the NOT NULL violation aborts the transaction before its ``COMMIT``:
+the writer forgets what it knew and runs the batch again from the rows it reads under the
+lock (two round trips: the lock's rows are read before numbering, as for a session not
+known). A run this writer has not seen in a session it did not create costs one more,
+once (``MAX(run_seq)``).
 
 A batch of more than :data:`PIPELINED_REQUESTS` requests (a busy writer's) goes statement
 by statement from the locked rows, its event rows in one ``COPY``: its few round trips are
@@ -85,26 +87,28 @@ _EVENT_COLUMNS = (
     "event_id, seq, run_seq, agent_id, run_id, level, event_type, node_id, tool_call_id,"
     " payload_json, created_at, hash"
 )
-#: Advance each touched session from the counters the batch started from, and insert the
-#: batch's event rows, in one statement (arrays: one bind whatever the batch's size; a
-#: stale head leaves a row's ``session_id`` NULL, which aborts the transaction).
+#: Advance each touched session from the counters the batch started from (and set its
+#: active node, if the batch moved it), insert the batch's event rows, and announce the
+#: commit, in one statement (arrays: one bind whatever the batch's size; a stale head
+#: leaves a row's ``session_id`` NULL, which aborts the transaction).
 _ADVANCE = (
     "WITH advanced AS (UPDATE sessions AS s SET updated_at = h.at, chain_head = h.head,"
-    " last_seq = h.seq, last_node_seq = h.node_seq"
+    " last_seq = h.seq, last_node_seq = h.node_seq,"
+    " active_node_id = COALESCE(h.active, s.active_node_id)"
     " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[],"
-    " %s::bigint[], %s::bigint[])"
-    " AS h(sid, from_seq, from_node_seq, from_head, at, head, seq, node_seq)"
+    " %s::bigint[], %s::bigint[], %s::text[])"
+    " AS h(sid, from_seq, from_node_seq, from_head, at, head, seq, node_seq, active)"
     " WHERE s.session_id = h.sid AND s.last_seq = h.from_seq"
     " AND s.last_node_seq = h.from_node_seq AND COALESCE(s.chain_head, '') = h.from_head"
-    " RETURNING s.session_id)"
-    f" INSERT INTO events ({_EVENT_COLUMNS}, session_id)"
+    " RETURNING s.session_id, s.last_seq),"
+    f" inserted AS (INSERT INTO events ({_EVENT_COLUMNS}, session_id)"
     f" SELECT {_EVENT_COLUMNS}, (SELECT a.session_id FROM advanced AS a WHERE a.session_id = e.sid)"
     " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[],"
     " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
-    f" AS e({_EVENT_COLUMNS}, sid)"
+    f" AS e({_EVENT_COLUMNS}, sid))"
+    " SELECT pg_notify(%s, a.session_id || ' ' || a.last_seq) FROM advanced AS a"
 )
 _COPY = "COPY events FROM STDIN"
-_NOTIFY = "SELECT pg_notify(%s, n) FROM unnest(%s::text[]) AS n"
 
 
 class _Retry(Exception):
@@ -126,12 +130,35 @@ class _Head:
         self.complete = complete
 
 
+class _Later:
+    """Materialised rows' statements held back until the advance is sent: a pipelined
+    transaction writes its sessions' rows first (their lock), then the rest."""
+
+    __slots__ = ("statements",)
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[Any, Any]] = []
+
+    def execute(self, query: Any, params: Any = None) -> None:
+        self.statements.append((query, params))
+
+
 class _State:
     """The counters of one transaction, from the locked rows or the writer's known heads."""
 
-    __slots__ = ("complete", "head", "node_seq", "run_seq", "seq", "start", "touched")
+    __slots__ = (
+        "active",
+        "complete",
+        "head",
+        "later",
+        "node_seq",
+        "run_seq",
+        "seq",
+        "start",
+        "touched",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, defer_active: bool = False) -> None:
         self.seq: dict[str, int] = {}
         self.node_seq: dict[str, int] = {}
         self.head: dict[str, str] = {}
@@ -140,6 +167,11 @@ class _State:
         #: The (seq, node_seq, head) each session started from: what the advance checks.
         self.start: dict[str, tuple[int, int, str]] = {}
         self.complete: set[str] = set()
+        #: Pipelined: each session's new active node, set by the advance (one write of
+        #: the session's row); None: set by the materialiser as the events come.
+        self.active: dict[str, str] | None = {} if defer_active else None
+        #: Pipelined: the materialised rows, sent after the advance.
+        self.later: _Later | None = _Later() if defer_active else None
 
     def load(self, sid: str, seq: int, node_seq: int, head: str, known: _Head | None) -> None:
         self.seq[sid], self.node_seq[sid], self.head[sid] = seq, node_seq, head
@@ -153,7 +185,7 @@ class _State:
         """Go back to ``saved`` (a :meth:`copy`): a request's savepoint was rolled back."""
         self.seq, self.node_seq, self.head = saved.seq, saved.node_seq, saved.head
         self.run_seq, self.touched = saved.run_seq, saved.touched
-        self.start, self.complete = saved.start, saved.complete
+        self.start, self.complete, self.active = saved.start, saved.complete, saved.active
 
     def copy(self) -> _State:
         other = _State()
@@ -161,6 +193,8 @@ class _State:
         other.head, other.touched = dict(self.head), dict(self.touched)
         other.run_seq = {sid: dict(runs) for sid, runs in self.run_seq.items()}
         other.start, other.complete = dict(self.start), set(self.complete)
+        other.active = dict(self.active) if self.active is not None else None
+        other.later = self.later
         return other
 
 
@@ -299,9 +333,11 @@ class BatchAppend:
             with conn.pipeline():
                 try:
                     conn.execute("BEGIN")
-                    state = self._lock_sessions(conn, sids, known=mode == "known")
+                    state = self._lock_sessions(conn, sids, known=mode == "known", defer=True)
                     rows = self._append_all(conn, state, requests, live, results, done)
                     self._advance(conn, state, rows)
+                    for query, params in state.later.statements if state.later else ():
+                        conn.execute(query, params)
                     conn.execute("COMMIT")
                 except (_Retry, psycopg.Error) as e:
                     failed = e  # no COMMIT was sent: the rollback follows the sync
@@ -337,21 +373,26 @@ class BatchAppend:
         while len(known) > KNOWN_SESSIONS:
             known.popitem(last=False)
 
-    def _lock_sessions(self, conn: Conn, sids: list[str], *, known: bool) -> _State:
+    def _lock_sessions(
+        self, conn: Conn, sids: list[str], *, known: bool, defer: bool = False
+    ) -> _State:
         """Lock the batch's existing sessions' rows in id order; load their counters.
 
         ``known``: from the known heads, without waiting for the rows (the advance checks
-        them); else from the rows.
+        them); else from the rows. ``defer``: the advance sets the active nodes.
         """
-        state = _State()
-        cursor = conn.execute(_LOCK, (sids,))
+        state = _State(defer_active=defer)
         if known:
+            # Several sessions: their rows locked in id order first (no deadlock). One,
+            # pipelined: its row is locked by the advance, the first statement to write it.
+            if not (defer and len(sids) == 1):
+                conn.execute(_LOCK, (sids,))
             for sid in sids:
                 head = self._known.get(sid)
                 if head is not None:
                     state.load(sid, head.seq, head.node_seq, head.head, head)
             return state
-        for sid, seq, node_seq, head in cursor.fetchall():
+        for sid, seq, node_seq, head in conn.execute(_LOCK, (sids,)).fetchall():
             state.load(sid, int(seq), int(node_seq), head if head is not None else GENESIS, None)
         return state
 
@@ -402,9 +443,10 @@ class BatchAppend:
             [state.head[sid] for sid in sids],
             [state.seq[sid] for sid in sids],
             [state.node_seq[sid] for sid in sids],
+            [(state.active or {}).get(sid) for sid in sids],
         )
-        conn.execute(_ADVANCE, (*heads, *(list(column) for column in zip(*rows, strict=True))))
-        conn.execute(_NOTIFY, (CHANNEL, [f"{sid} {state.seq[sid]}" for sid in sids]))
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        conn.execute(_ADVANCE, (*heads, *columns, CHANNEL))
 
     def _append_each(
         self,
@@ -467,14 +509,14 @@ class BatchAppend:
             for created, data in artifacts:
                 self.artifacts.write_in(conn, sid, data, ext=created.path.rsplit(".", 1)[-1])
                 out.append(self._insert_event(conn, state, req, created, pending))
-                materialise(conn, None, sid, req, created)
+                materialise(state.later or conn, None, sid, req, created, state.active)
             event = planned
         if self._fault is not None:
             self._fault("before_materialise")
         node_seq = None
         if isinstance(event, NodeAppended):
             node_seq = state.node_seq[sid] = state.node_seq[sid] + 1
-        materialise(conn, node_seq, sid, req, event)
+        materialise(state.later or conn, node_seq, sid, req, event, state.active)
         if self._fault is not None:
             self._fault("before_event_row")
         out.append(self._insert_event(conn, state, req, event, pending))
