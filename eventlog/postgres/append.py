@@ -12,9 +12,10 @@ session waits for the commit, then continues from the numbers it left.
 A batch whose sessions are all known (or created by the batch) is numbered and hashed from
 them in Python first; then ``BEGIN``, the lock (of several sessions' rows), one statement
 that advances each session's counters *only where they still hold the values the batch
-started from*, sets its active node, inserts the event rows and sends the ``NOTIFY``
-(:data:`_ADVANCE`), the materialised rows, and ``COMMIT`` go to the server in one psycopg
-pipeline with one sync: one wait (four statements for a ``node_appended``). If another
+started from*, sets its active node, inserts the event and node rows and sends the
+``NOTIFY`` (:data:`_ADVANCE`), the other materialised rows, and ``COMMIT`` go to the
+server in one psycopg pipeline with one sync: one wait (three statements for a
+``node_appended`` step). If another
 process appended meanwhile, the advance matches no row, the event rows get a NULL
 ``session_id``, and the NOT NULL violation aborts the transaction before its ``COMMIT``:
 the writer forgets what it knew and runs the batch again from the rows it reads under the
@@ -59,7 +60,7 @@ from eventlog.events import (
 from eventlog.ids import event_id, validate_session_id
 from eventlog.postgres.blobs import BlobArtifacts
 from eventlog.postgres.connections import translate_error
-from eventlog.postgres.materialise import create_session, materialise
+from eventlog.postgres.materialise import INSERT_NODE, create_session, materialise
 from eventlog.records import AppendRequest, StoredEvent
 
 Conn = psycopg.Connection[Any]
@@ -105,9 +106,14 @@ _ADVANCE = (
     f" SELECT {_EVENT_COLUMNS}, (SELECT a.session_id FROM advanced AS a WHERE a.session_id = e.sid)"
     " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[],"
     " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
-    f" AS e({_EVENT_COLUMNS}, sid))"
+    f" AS e({_EVENT_COLUMNS}, sid)),"
+    " noded AS (INSERT INTO nodes SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[],"
+    " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],"
+    " %s::text[], %s::text[]))"
     " SELECT pg_notify(%s, a.session_id || ' ' || a.last_seq) FROM advanced AS a"
 )
+#: The columns of a ``nodes`` row, for a batch without one.
+_NO_NODES: list[list[Any]] = [[] for _ in range(12)]
 _COPY = "COPY events FROM STDIN"
 
 
@@ -132,15 +138,20 @@ class _Head:
 
 class _Later:
     """Materialised rows' statements held back until the advance is sent: a pipelined
-    transaction writes its sessions' rows first (their lock), then the rest."""
+    transaction writes its sessions' rows first (their lock), then the rest. Node rows
+    go in with the advance itself."""
 
-    __slots__ = ("statements",)
+    __slots__ = ("nodes", "statements")
 
     def __init__(self) -> None:
         self.statements: list[tuple[Any, Any]] = []
+        self.nodes: list[Any] = []
 
     def execute(self, query: Any, params: Any = None) -> None:
-        self.statements.append((query, params))
+        if query is INSERT_NODE:
+            self.nodes.append(params)
+        else:
+            self.statements.append((query, params))
 
 
 class _State:
@@ -446,7 +457,9 @@ class BatchAppend:
             [(state.active or {}).get(sid) for sid in sids],
         )
         columns = [list(column) for column in zip(*rows, strict=True)]
-        conn.execute(_ADVANCE, (*heads, *columns, CHANNEL))
+        nodes = state.later.nodes if state.later is not None else []
+        node_columns = [list(c) for c in zip(*nodes, strict=True)] if nodes else _NO_NODES
+        conn.execute(_ADVANCE, (*heads, *columns, *node_columns, CHANNEL))
 
     def _append_each(
         self,

@@ -49,6 +49,10 @@ def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None
     )
 
 
+#: A ``nodes`` row: the seed's columns in order, then its session (one statement, so the
+#: append can tell a node row from the rest and insert it with the events).
+INSERT_NODE = "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+
 #: PostgreSQL's SQL of the global rows (:mod:`eventlog.global_rows`).
 POSTGRES = Dialect(
     mark="%s",
@@ -97,7 +101,7 @@ def _insert_node(conn: Executes, sid: str, node: Node, node_seq: int, at: str) -
     # The row holds the content as its event does (the seed's columns, docs/storage.md).
     run_id, content, metadata, tokens = node_content(node)
     conn.execute(
-        "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        INSERT_NODE,
         (
             node.node_id,
             node_seq,
