@@ -4,6 +4,7 @@ Run from the checkout (see README.md beside this file)::
 
     python3 -m pip install '.[bench]'      # the peers; never needed by the tests
     PYTHONPATH=. python3 benchmarks/peers/run.py [--cases 1,2,3,4,5] [--quick]
+    PYTHONPATH=. python3 benchmarks/peers/run.py --postgres   # one durable step on PostgreSQL
 
 Every system writes SQLite with ``synchronous=FULL`` in WAL mode. Prints one table per
 case with ratios to clew measured in the same run; a peer that cannot be imported here is
@@ -395,5 +396,15 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def main_postgres() -> None:
+    """``--postgres``: the PostgreSQL peers instead (postgres_steps.py, its own options)."""
+    import postgres_steps  # noqa: PLC0415 - needs psycopg, which the cases above do not
+
+    postgres_steps.main([a for a in sys.argv[1:] if a != "--postgres"])
+
+
 if __name__ == "__main__":
-    main()
+    if "--postgres" in sys.argv[1:]:
+        main_postgres()
+    else:
+        main()

@@ -7,7 +7,7 @@ Every row names its session, so an event of one session never changes another's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -23,6 +23,12 @@ from eventlog.records import AppendRequest
 from eventlog.row_encoding import json_or_none, node_content
 
 Conn = psycopg.Connection[Any]
+
+
+class Executes(Protocol):
+    """Where a materialised row's statement goes: the connection, or a list held back."""
+
+    def execute(self, query: Any, params: Any = None, /) -> object: ...
 
 
 def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None:
@@ -43,6 +49,10 @@ def create_session(conn: Conn, sid: str, event: SessionCreated, at: str) -> None
     )
 
 
+#: A ``nodes`` row: the seed's columns in order, then its session (one statement, so the
+#: append can tell a node row from the rest and insert it with the events).
+INSERT_NODE = "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+
 #: PostgreSQL's SQL of the global rows (:mod:`eventlog.global_rows`).
 POSTGRES = Dialect(
     mark="%s",
@@ -54,32 +64,44 @@ POSTGRES = Dialect(
 
 
 def materialise(
-    conn: Conn, node_seq: int | None, sid: str, req: AppendRequest, event: Event
+    conn: Executes,
+    node_seq: int | None,
+    sid: str,
+    req: AppendRequest,
+    event: Event,
+    active: dict[str, str] | None = None,
 ) -> None:
-    """Apply ``event`` to the materialised tables (``node_seq``: a node_appended's number)."""
+    """Apply ``event`` to the materialised tables (``node_seq``: a node_appended's number).
+
+    ``active``: a new active node is put there (session → node id), for the caller to
+    write with the session's counters (one write of the row), instead of being updated.
+    """
     match event:
         case NodeAppended():
             assert node_seq is not None
             _insert_node(conn, sid, event.node, node_seq, req.created_at)
             if event.activate:
-                _set_active_node(conn, sid, event.node.node_id)
+                _set_active_node(conn, sid, event.node.node_id, active)
         case ActiveNodeSwitched(to_node_id=to_node):
-            _set_active_node(conn, sid, to_node)
+            _set_active_node(conn, sid, to_node, active)
         case _:
             change = statement(POSTGRES, sid, req, event)
             if change is not None:
                 conn.execute(*change)
 
 
-def _set_active_node(conn: Conn, sid: str, node_id: str) -> None:
+def _set_active_node(conn: Executes, sid: str, node_id: str, active: dict[str, str] | None) -> None:
+    if active is not None:
+        active[sid] = node_id
+        return
     conn.execute("UPDATE sessions SET active_node_id = %s WHERE session_id = %s", (node_id, sid))
 
 
-def _insert_node(conn: Conn, sid: str, node: Node, node_seq: int, at: str) -> None:
+def _insert_node(conn: Executes, sid: str, node: Node, node_seq: int, at: str) -> None:
     # The row holds the content as its event does (the seed's columns, docs/storage.md).
     run_id, content, metadata, tokens = node_content(node)
     conn.execute(
-        "INSERT INTO nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        INSERT_NODE,
         (
             node.node_id,
             node_seq,

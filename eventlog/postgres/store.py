@@ -117,6 +117,7 @@ class PostgresStore(PostgresReads):
         """
         if self.read_only:
             raise ReadOnlyStore(f"{redact(self.url)} is open read-only: deleting is refused")
+        self._append.forget(session_id)
         return deletion.delete_session(
             self._connections.writer(), session_id, deleted_at=deleted_at, task_wals=task_wals
         )
