@@ -235,6 +235,8 @@ class RequestHasher:
 def same_prefix(seen: list[Message], messages: list[Message]) -> int:
     """Return how many of ``messages`` are, from the first, the very objects of ``seen``."""
     n = min(len(seen), len(messages))
+    if all(map(operator.is_, seen, messages)):  # the usual case: the conversation grew
+        return n
     # The index of the first pair that differs, found in C (no Python frame per message).
     differ = itertools.compress(itertools.count(), map(operator.is_not, seen, messages))
     return next(differ, n)
