@@ -210,7 +210,12 @@ class RequestHasher:
             self._head = head
             seen.clear()
             states[:] = [(0, hashlib.sha256(head))]
-        same = same_prefix(seen, messages)
+        # Inline the usual case (the conversation grew): no call for it on a worker's turn.
+        same = (
+            min(len(seen), len(messages))
+            if all(map(operator.is_, seen, messages))
+            else same_prefix(seen, messages)
+        )
         while states and states[-1][0] > same:
             states.pop()
         if not states:  # the match is older than the states kept

@@ -15,6 +15,7 @@ streams it whole.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import threading
 import time
@@ -194,7 +195,11 @@ class _Conversation:
         """Return (the assistant messages, the characters usage counts) of ``messages``."""
         with self.lock:
             seen, answers, chars = self.seen, self.answers, self.chars
-            same = same_prefix(seen, messages)
+            same = (
+                min(len(seen), len(messages))
+                if all(map(operator.is_, seen, messages))
+                else same_prefix(seen, messages)
+            )
             del seen[same:], answers[same + 1 :], chars[same + 1 :]
             for m in messages[same:]:
                 answers.append(answers[-1] + (m.role == "assistant"))
