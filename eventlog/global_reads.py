@@ -14,7 +14,7 @@ from typing import Any
 
 from eventlog.errors import UnknownSession
 from eventlog.ids import validate_session_id
-from eventlog.records import AgentRow, ArtifactRow, RunRow, SessionRow
+from eventlog.records import AgentRow, ArtifactRow, NewRunCheck, RunRow, SessionRow
 from eventlog.row_decoding import (
     SESSION_COLUMNS,
     agent_row,
@@ -39,6 +39,11 @@ ARTIFACT_COLUMNS = (
     "artifact_id, session_id, agent_id, run_id, node_id, tool_call_id, path, filename,"
     " mime_type, size_bytes, summary, metadata_json, created_at"
 )
+
+
+#: The stored statuses of a run not finished: ``running``, ``pending`` (``waiting`` is
+#: stored as ``pending`` with its detail; an older read-only file may hold it as is).
+UNFINISHED_STORED = "('running', 'pending', 'waiting')"
 
 
 class GlobalTableReads:
@@ -69,6 +74,10 @@ class GlobalTableReads:
                 "runs": f"SELECT {RUN_COLUMNS}, {detail} FROM runs {by_session}, run_id",
                 "statuses": f"SELECT run_id, agent_id, status, {detail} FROM runs"
                 f" {by_session}, run_id",
+                "unfinished": f"SELECT run_id, agent_id, status, {detail} FROM runs"
+                f" WHERE session_id = ? AND status IN {UNFINISHED_STORED}"
+                " ORDER BY created_at, run_id",
+                "owned": "SELECT COUNT(*) FROM runs WHERE session_id = ? AND agent_id = ?",
                 "artifacts": f"SELECT {ARTIFACT_COLUMNS} FROM artifacts {by_session}, artifact_id",
             }.items()
         }
@@ -136,6 +145,16 @@ class GlobalTableReads:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time."""
         rows = self._query(self._global_sql["statuses"], (self._require(session_id),))
         return [(r[0], r[1], api_run_status(r[2], r[3])) for r in rows]
+
+    def read_new_run_check(self, session_id: str, agent_id: str) -> NewRunCheck:
+        """Return what a new run of ``agent_id`` checks: the session's runs not finished
+        and how many runs ``agent_id`` owns (two indexed reads, no row per ended run)."""
+        sid = self._require(session_id)
+        rows = self._query(self._global_sql["unfinished"], (sid,))
+        (owned,) = self._query(self._global_sql["owned"], (sid, agent_id))[0]
+        return NewRunCheck(
+            unfinished=[(r[0], r[1], api_run_status(r[2], r[3])) for r in rows], owned=int(owned)
+        )
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:
         """Return the session's artifacts."""

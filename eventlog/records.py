@@ -78,6 +78,15 @@ class AgentRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     updated_at: str
 
 
+class NewRunCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """What a new run checks of its session (``EventStore.read_new_run_check``)."""
+
+    #: ``(run_id, agent_id, status)`` of the runs not finished, by creation time.
+    unfinished: list[tuple[str, str | None, str]]
+    #: How many runs the agent asked about owns (a main run: the Brain's runs so far).
+    owned: int
+
+
 class RunRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     run_id: str
     session_id: str

@@ -21,6 +21,7 @@ from eventlog.records import (
     AppendRequest,
     ArtifactRow,
     ChainStatus,
+    NewRunCheck,
     NodeRow,
     RunRow,
     SessionRow,
@@ -148,6 +149,12 @@ class EventStore(Protocol):
     def read_run_statuses(self, session_id: str) -> list[tuple[str, str | None, str]]:
         """Return ``(run_id, agent_id, status)`` of the session's runs, by creation time:
         :meth:`read_runs` without decoding each run's record (what a new run checks)."""
+        ...
+
+    def read_new_run_check(self, session_id: str, agent_id: str) -> NewRunCheck:
+        """Return the session's runs not finished (``running``, ``pending``, ``waiting``;
+        ``(run_id, agent_id, status)`` by creation time) and how many runs ``agent_id``
+        owns: what a new main run checks, without a row per ended run."""
         ...
 
     def read_artifacts(self, session_id: str) -> list[ArtifactRow]:

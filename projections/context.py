@@ -20,16 +20,22 @@ path's depth, never with the session's size. The rules:
    unanswered call); a result whose call is not on the path (cut off by a compaction)
    is dropped (providers reject an orphan result too).
 4. ``artifact_ref`` blocks stay references with their summary; nothing is inlined.
+
+:class:`ContextMemo` keeps the last build of a growing path, so the next run of a
+conversation builds only the nodes appended since (the same messages as a whole build).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from eventlog.blocks import (
+    ArtifactRefBlock,
     ContentBlock,
     Message,
+    ResultPart,
     Role,
     TextBlock,
     ToolCallBlock,
@@ -119,3 +125,69 @@ def _result_for(call: ToolCallBlock, results: dict[str, ToolResultBlock]) -> Con
         content=[TextBlock(text=MISSING_RESULT_TEXT)],
         is_error=True,
     )
+
+
+def artifact_ids(messages: Iterable[Message]) -> frozenset[str]:
+    """Return the ids of the artifacts referenced in ``messages`` (tool results included)."""
+    found: set[str] = set()
+
+    def scan(blocks: Iterable[ContentBlock] | Iterable[ResultPart]) -> None:
+        for b in blocks:
+            if isinstance(b, ArtifactRefBlock):
+                found.add(b.artifact_id)
+            elif isinstance(b, ToolResultBlock):
+                scan(b.content)
+
+    for m in messages:
+        scan(m.content)
+    return frozenset(found)
+
+
+class ContextMemo:
+    """:func:`build_context` of one conversation's growing path, kept between builds.
+
+    A path that starts with the very rows of the kept one (the same objects: a store's
+    kept path hands them out again, ``eventlog.path_memo``) builds only its new nodes,
+    appended to the kept messages — unless one of them is a ``compaction`` node, or a
+    tool call or result id of theirs is on the kept path (a result pulled forward across
+    the two parts, or a retried one): then, as for any other path, the whole path is
+    built. Either way the messages equal ``build_context(path)``; the kept ones are the
+    same objects from build to build, so an incremental request hasher matches them.
+    Not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._path: Sequence[PathNode] = ()
+        self._messages: list[Message] = []
+        #: Every tool call and tool result id on the kept path.
+        self._tool_ids: set[str] = set()
+
+    def build(self, path: Sequence[PathNode]) -> list[Message]:
+        """Return ``build_context(path)`` (a new list)."""
+        kept = self._path
+        n = len(kept)
+        if n and len(path) >= n and all(map(operator.is_, kept, path)):
+            new = path[n:]
+            ids = _tool_ids(new)
+            if ids.isdisjoint(self._tool_ids) and all(
+                node.node_type != "compaction" for node in new
+            ):
+                self._messages.extend(build_context(new))
+                self._tool_ids |= ids
+                self._path = tuple(path)
+                return list(self._messages)
+        self._messages = build_context(path)
+        self._path, self._tool_ids = tuple(path), _tool_ids(path)
+        return list(self._messages)
+
+
+def _tool_ids(nodes: Sequence[PathNode]) -> set[str]:
+    """Return the ids of the tool calls and tool results in ``nodes``."""
+    ids: set[str] = set()
+    for node in nodes:
+        for block in node.content:
+            if isinstance(block, ToolCallBlock):
+                ids.add(block.id)
+            elif isinstance(block, ToolResultBlock):
+                ids.add(block.tool_call_id)
+    return ids

@@ -9,6 +9,7 @@ only map these shapes to and from their wire formats.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import operator
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Final, Literal, Protocol, get_args, runtime_checkable
@@ -179,17 +180,24 @@ class RequestHasher:
     """:func:`request_hash`, incrementally, for the requests of one growing conversation.
 
     A conversation's next request holds the previous one's messages and a few more; the
-    hash of the bytes up to the last message seen is kept (a ``sha256`` state), so each
-    call encodes and hashes only the new messages, the system prompt and the tools. The
-    result is byte for byte :func:`request_hash`'s: the messages kept are checked by
-    identity, and anything else (another system prompt, a replaced list) starts over.
-    Not thread-safe: one per conversation (one per run and role).
+    hash state after each message seen is kept (``sha256`` copies, for the last
+    :attr:`KEPT` messages), so each call encodes and hashes only the messages after the
+    longest prefix it has seen, the system prompt and the tools. The result is byte for
+    byte :func:`request_hash`'s: the messages kept are matched by identity, and the hash
+    goes on from the state after the last one that matches — a run whose context was
+    rebuilt from the path (the previous run's messages are equal, not the same objects)
+    hashes only those again. Another head (model, system prompt, tools) starts over.
+    Not thread-safe: one per conversation (one per role of a run, or of a session's runs).
     """
+
+    #: Messages whose hash state is kept (older ones: a match short of them starts over).
+    KEPT: Final = 256
 
     def __init__(self) -> None:
         self._head = b""
         self._seen: list[Message] = []
-        self._state: Any = None
+        #: (messages hashed, the state after them), oldest first; (0, head) first.
+        self._states: list[tuple[int, Any]] = []
 
     def hash(self, request: ModelRequest) -> str:
         """Return ``request_hash(request)``."""
@@ -197,21 +205,43 @@ class RequestHasher:
         at = bare.index(_EMPTY_MESSAGES) + len(_EMPTY_MESSAGES) - 1
         head, tail = bare[:at], bare[at:]
         messages = request.messages
-        seen = self._seen
-        if (
-            head != self._head
-            or len(seen) > len(messages)
-            or not all(map(operator.is_, seen, messages))
-        ):
-            self._head, seen, self._state = head, [], hashlib.sha256(head)
-            self._seen = seen
-        state = self._state
-        for m in messages[len(seen) :]:
+        seen, states = self._seen, self._states
+        if head != self._head:
+            self._head = head
+            seen.clear()
+            states[:] = [(0, hashlib.sha256(head))]
+        # Inline the usual case (the conversation grew): no call for it on a worker's turn.
+        same = (
+            min(len(seen), len(messages))
+            if all(map(operator.is_, seen, messages))
+            else same_prefix(seen, messages)
+        )
+        while states and states[-1][0] > same:
+            states.pop()
+        if not states:  # the match is older than the states kept
+            states.append((0, hashlib.sha256(head)))
+        start, state = states[-1]
+        del seen[start:]
+        state = state.copy()
+        for m in messages[start:]:
             if seen:
                 state.update(b",")
             state.update(encode(m))
             seen.append(m)
+            states.append((len(seen), state.copy()))
+        if len(states) > self.KEPT:
+            del states[: len(states) - self.KEPT]
         done = state.copy()
         done.update(tail)
         digest: str = done.hexdigest()
         return digest[:24]
+
+
+def same_prefix(seen: list[Message], messages: list[Message]) -> int:
+    """Return how many of ``messages`` are, from the first, the very objects of ``seen``."""
+    n = min(len(seen), len(messages))
+    if all(map(operator.is_, seen, messages)):  # the usual case: the conversation grew
+        return n
+    # The index of the first pair that differs, found in C (no Python frame per message).
+    differ = itertools.compress(itertools.count(), map(operator.is_not, seen, messages))
+    return next(differ, n)

@@ -34,6 +34,7 @@ from actors.models.protocol import (
     StopReason,
     StreamItem,
     request_hash,
+    same_prefix,
 )
 from eventlog.blocks import ContentBlock, JsonBlock, Message, TextBlock, ToolCallBlock, text_of
 from eventlog.errors import ModelError, UnsafeFile
@@ -176,8 +177,9 @@ def _read_script_file(path: Path) -> str:
 
 class _Conversation:
     """What a :class:`ScriptedModel` knows of one conversation: the messages it has
-    measured (the earlier answers among them, their characters) and its request hasher.
-    A request whose messages do not start with the ones seen starts over."""
+    measured (the earlier answers among them, their characters: running totals after
+    each message) and its request hasher. A request goes on from the longest prefix of
+    its messages that are the ones seen (the same objects)."""
 
     __slots__ = ("answers", "chars", "hasher", "lock", "seen")
 
@@ -185,26 +187,33 @@ class _Conversation:
         self.lock = threading.Lock()
         self.hasher = RequestHasher()
         self.seen: list[Message] = []
-        self.answers = 0
-        self.chars = 0
+        #: ``answers[i]``, ``chars[i]``: the totals over ``seen[:i]``.
+        self.answers = [0]
+        self.chars = [0]
 
     def tally(self, messages: list[Message]) -> tuple[int, int]:
         """Return (the assistant messages, the characters usage counts) of ``messages``."""
         with self.lock:
-            seen = self.seen
-            if len(seen) > len(messages) or not all(map(operator.is_, seen, messages)):
-                seen.clear()
-                self.answers = self.chars = 0
-            for m in messages[len(seen) :]:
-                self.answers += m.role == "assistant"
-                self.chars += sum(
-                    len(json.dumps(b.data))
-                    if isinstance(b, JsonBlock)
-                    else len(getattr(b, "text", ""))
-                    for b in m.content
+            seen, answers, chars = self.seen, self.answers, self.chars
+            same = (
+                min(len(seen), len(messages))
+                if all(map(operator.is_, seen, messages))
+                else same_prefix(seen, messages)
+            )
+            del seen[same:], answers[same + 1 :], chars[same + 1 :]
+            for m in messages[same:]:
+                answers.append(answers[-1] + (m.role == "assistant"))
+                chars.append(
+                    chars[-1]
+                    + sum(
+                        len(json.dumps(b.data))
+                        if isinstance(b, JsonBlock)
+                        else len(getattr(b, "text", ""))
+                        for b in m.content
+                    )
                 )
                 seen.append(m)
-            return self.answers, self.chars
+            return answers[-1], chars[-1]
 
 
 class ScriptedModel:

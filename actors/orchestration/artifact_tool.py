@@ -11,7 +11,6 @@ returns the recorded page.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
@@ -20,9 +19,9 @@ import pydantic
 from actors.models.tools import ToolRegistry
 from actors.orchestration.env import SessionEnv
 from actors.orchestration.loop import AgentSpec, Conversation
-from eventlog.blocks import ArtifactRefBlock, ContentBlock, Message, ResultPart, ToolResultBlock
 from eventlog.records import ArtifactRow
 from eventlog.store import EventStore
+from projections.context import artifact_ids
 
 READ_ARTIFACT: Final = "read_artifact"
 #: The largest page one call returns, in bytes (about 4k tokens).
@@ -102,22 +101,6 @@ def _utf8_page(data: bytes, *, at_end: bool) -> tuple[str, int]:
                     used = len(data) - back
                 break
     return data[:used].decode("utf-8", errors="replace"), used
-
-
-def artifact_ids(messages: Iterable[Message]) -> frozenset[str]:
-    """Return the ids of the artifacts referenced in ``messages`` (tool results included)."""
-    found: set[str] = set()
-
-    def scan(blocks: Iterable[ContentBlock] | Iterable[ResultPart]) -> None:
-        for b in blocks:
-            if isinstance(b, ArtifactRefBlock):
-                found.add(b.artifact_id)
-            elif isinstance(b, ToolResultBlock):
-                scan(b.content)
-
-    for m in messages:
-        scan(m.content)
-    return frozenset(found)
 
 
 def context_artifact_ids(conv: Conversation) -> frozenset[str]:

@@ -12,12 +12,14 @@ from actors.models.calls import CancelScope
 from actors.models.protocol import Model, TextDelta
 from actors.models.tools import ToolRegistry
 from actors.orchestration.roster import Roster, default_roster
+from actors.orchestration.session_memo import SessionMemo
 from actors.recording.inputs import FLOW, ContextRecord, RunSettings
 from actors.recording.recorder import RunRecorder
 from actors.replay.log import ReplayLog
 from actors.replay.options import ReplayOptions
 from actors.replay.requests import ContentIndex
 from eventlog.clock import Clock
+from eventlog.ids import brain_agent_id
 from eventlog.records import StoredEvent
 from eventlog.store import EventStore
 from eventlog.wals import TaskWals
@@ -64,6 +66,9 @@ class SessionEnv:
     replay_options: ReplayOptions | None = None
     #: Live runs commit their events in groups (RunRecorder); False: one commit per event.
     group_commits: bool = True
+    #: What the session's main runs keep between runs (the Engine's, for a live run or
+    #: a resume); None: a run builds its context and hashes from nothing.
+    memo: SessionMemo | None = None
 
     def __post_init__(self) -> None:
         self.team: Roster = self.roster or default_roster(self.tools)
@@ -92,6 +97,11 @@ class SessionEnv:
             cancel=cancel or self.cancel,
             options=self.replay_options,
             group_commits=self.group_commits,
+            shared_hash=(
+                self.memo.request_hash
+                if self.memo is not None and agent_id == brain_agent_id(self.session_id)
+                else None
+            ),
         )
 
     def chain(self, role: str) -> Sequence[Model]:

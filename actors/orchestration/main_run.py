@@ -279,11 +279,17 @@ class MainRun:
         # first model call still leaves a run to resume, and a queued run taken by
         # `clew serve` is never lost).
         rec.flush()
-        history = (
-            build_context(env.store.read_active_path(env.session_id, self.parent_node_id))
+        path = (
+            env.store.read_active_path(env.session_id, self.parent_node_id)
             if self.parent_node_id
             else []
         )
+        # The session's memo builds only what the previous run added (same messages).
+        artifacts: frozenset[str] | None = None
+        if env.memo is not None:
+            history, artifacts = env.memo.history(path)
+        else:
+            history = build_context(path)
         self.conv = conv = Conversation(
             rec,
             parent_id=self.parent_node_id,
@@ -291,6 +297,8 @@ class MainRun:
             activate=True,
             context=guard_for(env),
         )
+        if artifacts is not None and history:
+            conv.artifact_scan = (conv.messages, len(history), history[-1], artifacts)
         if self.inputs.user_node_id is None:
             conv.append("user", [TextBlock(text=self.inputs.prompt)])
         observe(rec, env.hooks, "on_run_start", env.session_id, self.run_id, self.inputs.prompt)

@@ -93,6 +93,7 @@ class RunRecorder:
         cancel: CancelScope | None = None,
         options: ReplayOptions | None = None,
         group_commits: bool = True,
+        shared_hash: Callable[[ModelRequest], str] | None = None,
     ) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
@@ -113,6 +114,8 @@ class RunRecorder:
         self.cancel = cancel or CancelScope()
         self._counters: dict[str, int] = {}
         self._hashers: dict[str, RequestHasher] = {}
+        #: ``request_hash`` kept across the session's runs (``SessionMemo``), if given.
+        self._shared_hash = shared_hash
         #: Texts to store once the run is live (:meth:`store_content`).
         self._texts: list[ContentStored] = []
         self.rng = random.Random(seed_for(run_id))
@@ -378,7 +381,10 @@ class RunRecorder:
 
     def request_hash(self, request: ModelRequest) -> str:
         """Return ``request_hash(request)``, computed incrementally per role: a role's
-        conversation grows by a few messages a call (:class:`RequestHasher`)."""
+        conversation grows by a few messages a call (:class:`RequestHasher`); with a
+        ``shared_hash`` (a main run's session memo), across the session's runs too."""
+        if self._shared_hash is not None:
+            return self._shared_hash(request)
         hasher = self._hashers.get(request.role)
         if hasher is None:
             hasher = self._hashers[request.role] = RequestHasher()

@@ -20,6 +20,7 @@ import atexit
 import fcntl
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from actors.models.protocol import Model
     from actors.models.tools import ToolRegistry
     from actors.orchestration.env import SessionEnv
+    from actors.orchestration.session_memo import SessionMemo
 
 #: How long closing an engine waits for each run in progress to record its cancellation.
 CLOSE_WAIT_S = 10.0
@@ -63,6 +65,10 @@ class _RunInProgress(Protocol):
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES = ("running", "pending")
+
+#: Sessions whose runs' memo (context, hashers) an engine keeps: a few hundred KB each
+#: at 800 messages (the messages are the store's kept path's, shared).
+MEMO_SESSIONS = 8
 
 #: Engines not closed yet. Every actor runs on a daemon thread, so an engine its owner
 #: never closes cannot keep the interpreter alive; at exit it is closed here, so what
@@ -209,6 +215,8 @@ class Engine:
         #: Sessions with a run executing in this engine, on some thread (:meth:`live_run`).
         self._live: set[str] = set()
         self._live_lock = threading.Lock()
+        #: What recent sessions' runs keep between runs (:meth:`memo`), newest last.
+        self._memos: OrderedDict[str, SessionMemo] = OrderedDict()
         with _OPEN_LOCK:
             _OPEN.add(self)
 
@@ -356,6 +364,20 @@ class Engine:
             self._task_managers[session_id] = tm
         return tm
 
+    def memo(self, session_id: str) -> SessionMemo:
+        """Return what ``session_id``'s runs keep between runs (the last
+        :data:`MEMO_SESSIONS` sessions run are kept)."""
+        from actors.orchestration.session_memo import SessionMemo  # noqa: PLC0415 - a run's
+
+        with self._live_lock:
+            memo = self._memos.get(session_id)
+            if memo is None:
+                memo = self._memos[session_id] = SessionMemo()
+            self._memos.move_to_end(session_id)
+            while len(self._memos) > MEMO_SESSIONS:
+                self._memos.popitem(last=False)
+            return memo
+
     def env(
         self,
         session_id: str,
@@ -381,6 +403,7 @@ class Engine:
             hooks=kw.pop("hooks", self.hooks),
             task_wals=self.table_wals,
             group_commits=self.group_commits,
+            memo=self.memo(session_id),
             **kw,
         )
 

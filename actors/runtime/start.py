@@ -53,7 +53,7 @@ from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names, sessio
 from actors.runtime.upkeep import refuse_if_archived
 from eventlog.errors import ClewError
 from eventlog.events import SessionCreated
-from eventlog.ids import brain_agent_id, is_main_run, main_run_id, session_of
+from eventlog.ids import brain_agent_id, main_run_id, session_of
 from eventlog.logs import get_logger
 from eventlog.records import AppendRequest, StoredEvent
 from projections.references import expand_references
@@ -195,17 +195,20 @@ def prepare_run(engine: Engine, session_id: str, prompt: str, config: RunConfig)
     def build() -> tuple[SessionEnv, RunRequest]:
         row = engine.store.read_session(sid)
         refuse_if_archived(row, "a new run")
-        runs = engine.store.read_run_statuses(sid)  # (run_id, agent_id, status)
-        if any(status in OPEN_RUN_STATUSES for _, _, status in runs):
+        # The runs not finished and the Brain's run count: two indexed reads, flat in
+        # the number of runs the session has had.
+        check = engine.store.read_new_run_check(sid, brain_agent_id(sid))
+        statuses = {status for _, _, status in check.unfinished}
+        if not statuses.isdisjoint(OPEN_RUN_STATUSES):
             raise NeedsResume(
                 f"session {sid} has an interrupted run; resume it first (clew resume {sid})"
             )
-        if any(status == "waiting" for _, _, status in runs):
+        if "waiting" in statuses:
             raise SessionWaiting(
                 f"session {sid} is waiting for a person; decide (clew pending {sid}),"
                 f" then resume it (clew resume {sid})"
             )
-        n = sum(1 for _, agent_id, _ in runs if is_main_run(sid, agent_id)) + 1
+        n = check.owned + 1
         inputs = RunInputs(
             prompt=expanded.prompt,
             raw_prompt=prompt,

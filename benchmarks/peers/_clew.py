@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import pydantic
 import pykka
-from _common import ASKS_PER_TURN, disk_bytes, reply_text, settle, user_text
+from _common import ASKS_PER_TURN, Point, disk_bytes, reply_text, settle, turn_at, user_text
 
 from actors import RunSettings, Runtime, ScriptedModel, tool
 from eventlog.blocks import TextBlock
@@ -73,22 +73,31 @@ class SqliteFloor:
         self.conn.close()
 
 
-def eventlog_messages(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+def eventlog_messages(folder: Path, checkpoints: tuple[int, ...]) -> list[Point]:
     """Case 2's floor: the conversation's messages alone through clew's eventlog (a
     ``node_appended`` each, :class:`ClewSteps`): no run, model call, usage or status
-    events. Returns (messages, seconds so far, bytes on disk) at each checkpoint."""
+    events. Returns a :data:`~_common.Point` at each checkpoint (a turn: two messages)."""
     steps = ClewSteps(folder)
-    out: list[tuple[int, float, int]] = []
+    out: list[Point] = []
+    turns: list[float] = []
+    cpu: list[float] = []
     elapsed = 0.0
     try:
         for i in range(max(checkpoints)):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             steps.step(i)
-            elapsed += time.perf_counter() - t0
+            took, used = time.perf_counter() - t0, time.process_time() - c0
+            elapsed += took
+            if i % 2:  # a turn is two messages
+                turns[-1] += took
+                cpu[-1] += used
+            else:
+                turns.append(took)
+                cpu.append(used)
             if i + 1 in checkpoints:
                 steps.writer.flush()
                 settle(folder, apsw_files=True)
-                out.append((i + 1, elapsed, disk_bytes(folder)))
+                out.append((i + 1, elapsed, disk_bytes(folder), turn_at(turns), turn_at(cpu)))
     finally:
         steps.close()
     return out
@@ -132,26 +141,38 @@ def open_runtime(folder: Path, durability: str = "full", max_turns: int = 8) -> 
     )
 
 
-def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[Point]:
     """Case 2: ``session.run`` per turn (a user message and the lead's reply: 2 messages).
 
-    Returns (messages, seconds so far, bytes on disk) at each checkpoint.
+    Returns a :data:`~_common.Point` at each checkpoint.
     """
-    turns = max(checkpoints) // 2
-    model = conversation_model(turns)
-    out: list[tuple[int, float, int]] = []
+    model = conversation_model(max(checkpoints) // 2)
+    out: list[Point] = []
+    turns: list[float] = []
+    cpu: list[float] = []
     elapsed = 0.0
     with open_runtime(folder) as rt:
         session = rt.new_session()
-        for t in range(turns):
+        for t in range(max(checkpoints) // 2):
             t0 = time.perf_counter()
+            c0 = time.process_time()
             outcome = session.run(user_text(t), model=model, tools=[])
-            elapsed += time.perf_counter() - t0
+            turns.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            elapsed += turns[-1]
             assert outcome.status == "completed", outcome
             if 2 * (t + 1) in checkpoints:
                 rt.writer.flush()
                 settle(folder / "home", apsw_files=True)
-                out.append((2 * (t + 1), elapsed, disk_bytes(folder / "home")))
+                out.append(
+                    (
+                        2 * (t + 1),
+                        elapsed,
+                        disk_bytes(folder / "home"),
+                        turn_at(turns),
+                        turn_at(cpu),
+                    )
+                )
         (folder / "session_id").write_text(session.id)
     return out
 

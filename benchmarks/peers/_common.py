@@ -74,6 +74,22 @@ def timed(fn: Callable[[], object]) -> float:
 
 #: Messages at which the conversation is measured (each turn adds a user message and a reply).
 CHECKPOINTS = (100, 200, 400, 800)
+#: Turns a checkpoint's "time per turn" is the median of: the last ones before it.
+TURN_WINDOW = 10
+
+#: What a case-2 side returns at each checkpoint: (messages, seconds so far, bytes on
+#: disk, the median wall seconds and the median process CPU seconds of the last
+#: :data:`TURN_WINDOW` turns).
+Point = tuple[int, float, int, float, float]
+
+
+def turn_at(turns: list[float]) -> float:
+    """Return the median of the last :data:`TURN_WINDOW` turn times (a turn at this size:
+    one slow fsync moves a mean, not a median)."""
+    last = sorted(turns[-TURN_WINDOW:])
+    return last[len(last) // 2] if last else 0.0
+
+
 #: One agent turn's asks in a bare pykka loop (the worker turn's events: model requested,
 #: model responded, usage, assistant node, tool started, tool finished, tool node).
 ASKS_PER_TURN = 7

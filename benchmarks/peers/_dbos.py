@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import Unavailable, disk_bytes, reply_text, settle, user_text
+from _common import Point, Unavailable, disk_bytes, reply_text, settle, turn_at, user_text
 
 NAME = "DBOS"
 
@@ -135,18 +135,23 @@ class DbosSteps:
         shutdown()
 
 
-def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[Point]:
     """Case 2: one workflow per turn (the user message its input, the reply a step)."""
     launch(folder)
-    out: list[tuple[int, float, int]] = []
+    out: list[Point] = []
+    turns: list[float] = []
+    cpu: list[float] = []
     elapsed = 0.0
     for t in range(max(checkpoints) // 2):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         chat_turn(t, user_text(t))
-        elapsed += time.perf_counter() - t0
+        turns.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        elapsed += turns[-1]
         if 2 * (t + 1) in checkpoints:
             settle(folder)
-            out.append((2 * (t + 1), elapsed, disk_bytes(folder)))
+            out.append((2 * (t + 1), elapsed, disk_bytes(folder), turn_at(turns), turn_at(cpu)))
     shutdown()
     return out
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import Unavailable, disk_bytes, reply_text, settle, user_text
+from _common import Point, Unavailable, disk_bytes, reply_text, settle, turn_at, user_text
 
 NAME = "eventsourcing"
 
@@ -61,22 +61,27 @@ class EsSteps:
         self.app.close()
 
 
-def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[Point]:
     """Case 2: per turn, the user message and the reply saved together (one commit)."""
     app = open_app(folder)
     conv = Conversation()
     app.save(conv)
-    out: list[tuple[int, float, int]] = []
+    out: list[Point] = []
+    turns: list[float] = []
+    cpu: list[float] = []
     elapsed = 0.0
     for t in range(max(checkpoints) // 2):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         conv.add("user", user_text(t))
         conv.add("assistant", reply_text(t))
         app.save(conv)
-        elapsed += time.perf_counter() - t0
+        turns.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        elapsed += turns[-1]
         if 2 * (t + 1) in checkpoints:
             settle(folder)
-            out.append((2 * (t + 1), elapsed, disk_bytes(folder)))
+            out.append((2 * (t + 1), elapsed, disk_bytes(folder), turn_at(turns), turn_at(cpu)))
     (folder / "aggregate_id").write_text(str(conv.id))
     app.close()
     return out

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import Unavailable, disk_bytes, reply_text, settle, user_text
+from _common import Point, Unavailable, disk_bytes, reply_text, settle, turn_at, user_text
 
 NAME = "LangGraph"
 
@@ -68,20 +68,25 @@ def chat_graph(saver: SqliteSaver) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[tuple[int, float, int]]:
+def conversation(folder: Path, checkpoints: tuple[int, ...]) -> list[Point]:
     """Case 2: ``graph.invoke`` per turn (user message in, reply out), one thread."""
     saver = open_saver(folder / "lg.sqlite")
     graph = chat_graph(saver)
     config: Any = {"configurable": {"thread_id": "chat"}}
-    out: list[tuple[int, float, int]] = []
+    out: list[Point] = []
+    turns: list[float] = []
+    cpu: list[float] = []
     elapsed = 0.0
     for t in range(max(checkpoints) // 2):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         graph.invoke({"messages": [HumanMessage(content=user_text(t))]}, config)
-        elapsed += time.perf_counter() - t0
+        turns.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        elapsed += turns[-1]
         if 2 * (t + 1) in checkpoints:
             settle(folder)
-            out.append((2 * (t + 1), elapsed, disk_bytes(folder)))
+            out.append((2 * (t + 1), elapsed, disk_bytes(folder), turn_at(turns), turn_at(cpu)))
     saver.conn.close()
     return out
 

@@ -14,9 +14,11 @@ reported as "peer unavailable" and the rest still runs. Not a test: only ratios 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -33,7 +35,16 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import _clew  # noqa: E402
 import bench_replay  # noqa: E402
-from _common import CHECKPOINTS, Unavailable, prose, reply_text, timed, user_text  # noqa: E402
+from _common import (  # noqa: E402
+    CHECKPOINTS,
+    TURN_WINDOW,
+    Point,
+    Unavailable,
+    prose,
+    reply_text,
+    timed,
+    user_text,
+)
 
 from eventlog.sqlite import SQLiteStore  # noqa: E402
 from eventlog.writer import Writer  # noqa: E402
@@ -120,11 +131,55 @@ def case_steps(root: Path, peers: dict[str, ModuleType], steps: int, rounds: int
         side.close()
     done = per_round * rounds
     rate = {n: done / spent[n] for n in names}
+    cpu = {n: step_cpu(makers[n], root / f"cpu_{i}", done) for i, n in enumerate(names)}
+    per_step = {n: user + system for n, (user, system) in cpu.items()}
     print(f"## 1. One durable step (node + event), {done} steps each, {rounds} lockstep rounds\n")
     table(
-        ["system", "steps/s", "clew ÷ system"],
-        [[n, f"{rate[n]:,.0f}", ratio(rate["clew"], rate[n])] for n in names],
+        [
+            "system",
+            "steps/s",
+            "clew ÷ system",
+            "process CPU µs per step (user + system)",
+            "clew CPU ÷ system",
+            "user µs",
+        ],
+        [
+            [
+                n,
+                f"{rate[n]:,.0f}",
+                ratio(rate["clew"], rate[n]),
+                f"{per_step[n] * 1e6:,.0f}",
+                ratio(per_step["clew"], per_step[n]),
+                f"{cpu[n][0] * 1e6:,.0f}",
+            ]
+            for n in names
+        ],
     )
+    if "LangGraph put" in per_step:
+        print(
+            "target: clew's process CPU per step ≤ LangGraph put's:"
+            f" {ratio(per_step['clew'], per_step['LangGraph put'])}\n"
+        )
+
+
+def step_cpu(make: Callable[[Path], Any], folder: Path, steps: int) -> tuple[float, float]:
+    """Return the process's user and system CPU seconds per step of a side run alone.
+
+    After the lockstep rounds, one side at a time (DBOS last: its background threads
+    would count in every side's time), so the process's CPU (every thread: clew's writer
+    does its work on its own) is the side's. It does not wait on the disk as the wall
+    clock does; the system part holds the kernel's side of each fsync.
+    """
+    side = make(folder)
+    try:
+        gc.collect()
+        t0 = resource.getrusage(resource.RUSAGE_SELF)
+        for i in range(steps):
+            side.step(i)
+        t1 = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        side.close()
+    return (t1.ru_utime - t0.ru_utime) / steps, (t1.ru_stime - t0.ru_stime) / steps
 
 
 # --- case 2 ----------------------------------------------------------------------------------
@@ -134,7 +189,7 @@ def case_conversation(
     root: Path, peers: dict[str, ModuleType], checkpoints: tuple[int, ...]
 ) -> None:
     """A conversation growing to ``max(checkpoints)`` messages: time and bytes, per doubling."""
-    sides: dict[str, Callable[[Path, tuple[int, ...]], list[tuple[int, float, int]]]] = {
+    sides: dict[str, Callable[[Path, tuple[int, ...]], list[Point]]] = {
         "clew Runtime": _clew.conversation,
         "clew eventlog, messages alone (floor)": _clew.eventlog_messages,
     }
@@ -148,7 +203,7 @@ def case_conversation(
     print(f"## 2. A conversation of {max(checkpoints)} messages (user + reply per turn)\n")
     rows = []
     for n, points in results.items():
-        for k, (msgs, secs, size) in enumerate(points):
+        for k, (msgs, secs, size, *_) in enumerate(points):
             growth = f"{size / points[k - 1][2]:.2f}" if k else "-"
             rows.append(
                 [n, msgs, f"{secs:.2f}", f"{size / 1e6:.3f}", f"{size / msgs:,.0f}", growth]
@@ -173,6 +228,46 @@ def case_conversation(
             for n, v in last.items()
             if n != "clew Runtime"
         ],
+    )
+    # A turn's own time at the first and the last size: flat means the runtime's cost
+    # does not grow with the conversation (issue 34: clew's ≤ 1.2×).
+    small, large = min(checkpoints), max(checkpoints)
+    # The process CPU beside the wall clock: a loaded machine's fsyncs move the wall
+    # clock by several times between two sizes, not the CPU a turn uses.
+    first = {n: p[0][3:] for n, p in results.items()}
+    final = {n: p[-1][3:] for n, p in results.items()}
+    print(f"A turn's time (median of the {TURN_WINDOW} turns before each size):\n")
+    table(
+        [
+            "system",
+            f"wall ms at {small} msgs",
+            f"at {large}",
+            f"{large} ÷ {small} (flat: 1)",
+            f"clew ÷ system at {large}",
+            f"process CPU ms at {small}",
+            f"at {large}",
+            f"{large} ÷ {small}",
+            f"clew CPU ÷ system at {large}",
+        ],
+        [
+            [
+                n,
+                f"{first[n][0] * 1e3:.2f}",
+                f"{final[n][0] * 1e3:.2f}",
+                ratio(final[n][0], first[n][0]),
+                ratio(final["clew Runtime"][0], final[n][0]),
+                f"{first[n][1] * 1e3:.2f}",
+                f"{final[n][1] * 1e3:.2f}",
+                ratio(final[n][1], first[n][1]),
+                ratio(final["clew Runtime"][1], final[n][1]),
+            ]
+            for n in results
+        ],
+    )
+    clew_first, clew_final = first["clew Runtime"], final["clew Runtime"]
+    print(
+        f"target: clew's turn at {large} ≤ 1.2× its turn at {small}:"
+        f" {ratio(clew_final[0], clew_first[0])} wall, {ratio(clew_final[1], clew_first[1])} CPU\n"
     )
 
 

@@ -48,6 +48,7 @@ from eventlog.events import (
     NodeAppended,
     RunEnded,
     RunStarted,
+    RunWaiting,
     SessionArchived,
     SessionCreated,
     TodoUpdated,
@@ -601,6 +602,30 @@ class StoreConformance(SeedConformance):
         )
         with pytest.raises(UnknownSession):
             session.read_run_statuses("sess_20260101_000009_ffff")
+
+    def test_a_new_run_check_is_the_unfinished_runs_and_the_agents_run_count(
+        self, session: EventStore
+    ) -> None:
+        for i, agent in enumerate(["a1", "a2", "a1", "a1", "a2"], 1):
+            rid = f"r{i}"
+            started = RunStarted(run_id=rid, agent_id=agent, phase="route", start_node_id="n1")
+            append(session, req(started, run_id=rid, agent_id=agent))
+        for rid, agent in (("r1", "a1"), ("r2", "a2")):
+            ended = RunEnded(run_id=rid, status="completed", end_reason="done", turn_count=1)
+            append(session, req(ended, run_id=rid, agent_id=agent))
+        append(session, req(RunWaiting(run_id="r4", reason="approval"), run_id="r4"))
+        statuses = session.read_run_statuses(SID)
+        check = session.read_new_run_check(SID, "a1")
+        assert [s for s in statuses if s[2] in ("running", "pending", "waiting")] == (
+            check.unfinished
+        )
+        assert [("r3", "a1", "running"), ("r4", "a1", "waiting"), ("r5", "a2", "running")] == (
+            check.unfinished
+        )
+        assert 3 == check.owned
+        assert 0 == session.read_new_run_check(SID, "a9").owned
+        with pytest.raises(UnknownSession):
+            session.read_new_run_check("sess_20260101_000009_ffff", "a1")
 
     def test_artifact_created_is_materialised(self, session: EventStore) -> None:
         event = ArtifactCreated(

@@ -25,6 +25,8 @@ steps = st.one_of(
     st.tuples(st.just("tools"), specs),
     st.tuples(st.just("model"), st.sampled_from(["m1", "m2"])),
     st.tuples(st.just("drop"), st.none()),
+    # The next run's context: the last messages rebuilt (equal copies), the rest kept.
+    st.tuples(st.just("rebuild tail"), st.integers(0, 4)),
 )
 
 
@@ -44,8 +46,23 @@ def test_the_incremental_hash_is_request_hash_after_every_step(
             conv = list(value)
         elif kind == "drop":
             conv = conv[:-1]
+        elif kind == "rebuild tail":
+            keep = max(0, len(conv) - value)
+            conv = conv[:keep] + [msgspec.structs.replace(m) for m in conv[keep:]]
         else:
             fields[kind] = value
         sent = [msgspec.structs.replace(m) for m in conv] if rebuilt else list(conv)
         request = ModelRequest(messages=sent, role="lead", **fields)
+        assert request_hash(request) == hasher.hash(request)
+
+
+def test_a_conversation_longer_than_the_states_kept_still_hashes_right() -> None:
+    hasher = RequestHasher()
+    conv = [Message(role="user", content=[]) for _ in range(RequestHasher.KEPT + 10)]
+    request = ModelRequest(model="m", messages=conv, role="lead")
+    assert request_hash(request) == hasher.hash(request)
+    # A match older than the states kept starts over; one within them goes on.
+    for cut in (3, len(conv) - 5):
+        conv = conv[:cut] + [msgspec.structs.replace(m) for m in conv[cut:]]
+        request = ModelRequest(model="m", messages=conv, role="lead")
         assert request_hash(request) == hasher.hash(request)
