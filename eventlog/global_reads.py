@@ -26,6 +26,11 @@ from eventlog.row_decoding import (
 from eventlog.row_encoding import usage_of
 from eventlog.seed_enums import api_run_status
 
+#: The most sessions one page of :meth:`GlobalTableReads.list_sessions_page` returns.
+MAX_PAGE = 1000
+#: Run statuses of a run not ended (stored): the sessions the owner lock decides.
+_OPEN_STORED = "('running', 'pending')"
+
 AGENT_COLUMNS = (
     "agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
     " fork_from_node_id, status, result_json, metadata_json, created_at, updated_at"
@@ -56,6 +61,7 @@ class GlobalTableReads:
             an older file, whose such runs are given the usage their migration gives.
         """
         self._seed_columns = seed_columns
+        self._mark = mark
         detail = "status_detail" if seed_columns else "NULL"
         by_session = "WHERE session_id = ? ORDER BY created_at"
         self._global_sql = {
@@ -70,6 +76,22 @@ class GlobalTableReads:
                 "statuses": f"SELECT run_id, agent_id, status, {detail} FROM runs"
                 f" {by_session}, run_id",
                 "artifacts": f"SELECT {ARTIFACT_COLUMNS} FROM artifacts {by_session}, artifact_id",
+                # The sessions list's keyset pages: an index range scan each
+                # (``sessions_by_created`` / ``sessions_by_updated``), whatever the number
+                # of sessions; the cursor is the last session id of the previous page.
+                "page_oldest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " WHERE (created_at, session_id) > (SELECT created_at, session_id FROM sessions"
+                " WHERE session_id = ?) ORDER BY created_at, session_id LIMIT ?",
+                "first_oldest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " ORDER BY created_at, session_id LIMIT ?",
+                "page_newest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " WHERE (updated_at, session_id) < (SELECT updated_at, session_id FROM sessions"
+                " WHERE session_id = ?) ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                "first_newest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                "open_sessions": "SELECT DISTINCT session_id FROM runs"
+                f" WHERE status IN {_OPEN_STORED} ORDER BY session_id",
+                "mark": "SELECT COUNT(*), MAX(updated_at) FROM sessions",
             }.items()
         }
 
@@ -111,6 +133,60 @@ class GlobalTableReads:
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
         return [session_row(r) for r in self._query(self._global_sql["sessions"])]
+
+    def list_sessions_page(
+        self, *, after: str | None = None, limit: int = 50, newest_first: bool = False
+    ) -> list[SessionRow]:
+        """Return one keyset page of sessions: at most ``limit`` (≤ :data:`MAX_PAGE`) after
+        the session ``after`` (the last id of the previous page; None: the first page).
+
+        Oldest first by ``(created_at, session_id)``: a session created while a reader
+        pages is after every page already read, so each session comes exactly once.
+        ``newest_first`` orders by last activity, ``(updated_at, session_id)`` descending
+        (the inspector's list): a session active meanwhile moves to the front, so a later
+        page may miss it (the first page shows it). ``after`` naming no stored session
+        gives an empty page. Reads only ``sessions``, through its index: no session's
+        own tables, whatever their number.
+        """
+        n = max(0, min(int(limit), MAX_PAGE))
+        order = "newest" if newest_first else "oldest"
+        if after is None:
+            rows = self._query(self._global_sql[f"first_{order}"], (n,))
+        else:
+            rows = self._query(self._global_sql[f"page_{order}"], (validate_session_id(after), n))
+        return [session_row(r) for r in rows]
+
+    def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
+        """Return the runs of each of ``session_ids`` (validated), by creation time: one
+        query for a page of sessions (``runs_by_session``), not one per session; a session
+        with no run (or not stored) maps to ``[]``."""
+        sids = [validate_session_id(s) for s in session_ids]
+        out: dict[str, list[RunRow]] = {sid: [] for sid in sids}
+        if not sids:
+            return out
+        detail = "status_detail" if self._seed_columns else "NULL"
+        sql = (
+            f"SELECT {RUN_COLUMNS}, {detail} FROM runs WHERE session_id IN"
+            f" ({', '.join(self._mark for _ in sids)}) ORDER BY session_id, created_at, run_id"
+        )
+        for r in self._query(sql, sids):
+            run = run_row(r)
+            out[run.session_id].append(
+                run if self._seed_columns else self._usage_so_far(run.session_id, run)
+            )
+        return out
+
+    def open_run_sessions(self) -> list[str]:
+        """Return the sessions with a run not ended in the store (``running``/``pending``):
+        the only ones whose status the owner lock decides (``runs_by_status``)."""
+        return [str(r[0]) for r in self._query(self._global_sql["open_sessions"])]
+
+    def sessions_mark(self) -> tuple[int, str | None]:
+        """Return ``(number of sessions, latest updated_at)``: it changes whenever a session
+        is added, deleted or appended to (a change feed's cheap look; ``sessions_by_updated``
+        gives the maximum without a scan of the rows)."""
+        count, latest = self._query(self._global_sql["mark"])[0]
+        return int(count), None if latest is None else str(latest)
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""

@@ -72,6 +72,26 @@ class EventStore(Protocol):
         """Return every session, oldest first."""
         ...
 
+    def list_sessions_page(
+        self, *, after: str | None = None, limit: int = 50, newest_first: bool = False
+    ) -> list[SessionRow]:
+        """Return one keyset page of sessions after the session ``after`` (None: the
+        first), oldest first, or by last activity with ``newest_first``; reads only the
+        ``sessions`` table, through an index."""
+        ...
+
+    def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
+        """Return the runs of each session of ``session_ids``, by creation time (one query)."""
+        ...
+
+    def open_run_sessions(self) -> list[str]:
+        """Return the sessions with a run ``running`` or ``pending`` in the store."""
+        ...
+
+    def sessions_mark(self) -> tuple[int, str | None]:
+        """Return ``(number of sessions, latest updated_at)``: changes at every append."""
+        ...
+
     def read_events(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:

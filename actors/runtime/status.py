@@ -145,6 +145,33 @@ def info(engine: Engine, row: SessionRow) -> SessionInfo:
     )
 
 
+#: Sessions whose runs one query reads when the list is built (a page is one chunk).
+_RUNS_CHUNK: Final = 500
+
+
+def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
+    """Return the summary lines of the sessions ``rows``, in their order.
+
+    The runs of up to :data:`_RUNS_CHUNK` sessions come from one query of the global
+    ``runs`` table, and the owner lock is probed only for a session with a run not ended
+    (the only status it decides), so a page of the list costs a few statements, not a
+    few per session; a session's own tables are read only for its event count (one
+    ``MAX``-like lookup of the page's sessions; none on PostgreSQL's shared table beyond
+    an index range).
+    """
+    out: list[SessionInfo] = []
+    store = engine.store
+    for i in range(0, len(rows), _RUNS_CHUNK):
+        chunk = rows[i : i + _RUNS_CHUNK]
+        runs = store.read_runs_of([r.session_id for r in chunk])
+        for row in chunk:
+            sid, its = row.session_id, runs[row.session_id]
+            open_run = any(r.status in OPEN_RUN_STATUSES for r in its)
+            owned = open_run and engine.is_owned(sid)
+            out.append(session_info(row, its, owned=owned, events=store.count_events(sid)))
+    return out
+
+
 def main_runs(engine: Engine, session_id: str) -> list[str]:
     """Return the session's main (Brain) runs in start order."""
     sid = validate_session_id(session_id)
@@ -331,8 +358,10 @@ def _matches(rt: Home, info: SessionInfo, f: SessionFilter) -> bool:
     )
 
 
-def select_sessions(rt: Home, f: SessionFilter) -> list[SessionInfo]:
-    """The sessions of the home ``f`` selects, oldest first.
+def select_sessions(
+    rt: Home, f: SessionFilter, among: Sequence[SessionInfo] | None = None
+) -> list[SessionInfo]:
+    """The sessions of the home (or of ``among``, a page of them) ``f`` selects, oldest first.
 
     Raises:
         UsageError: ``f.error`` is not a regular expression.
@@ -342,4 +371,5 @@ def select_sessions(rt: Home, f: SessionFilter) -> list[SessionInfo]:
             re.compile(f.error)
         except re.error as e:
             raise UsageError(f"--error {f.error!r} is not a regular expression: {e}") from e
-    return [info for info in rt.sessions() if _matches(rt, info, f)]
+    infos = rt.sessions() if among is None else among
+    return [info for info in infos if _matches(rt, info, f)]
