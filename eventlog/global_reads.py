@@ -156,6 +156,37 @@ class GlobalTableReads:
             rows = self._query(self._global_sql[f"page_{order}"], (validate_session_id(after), n))
         return [session_row(r) for r in rows]
 
+    def search_sessions_page(
+        self, text: str, *, after: str | None = None, limit: int = 50
+    ) -> list[SessionRow]:
+        """Return one page, newest activity first, of the sessions whose id starts with
+        ``text`` or whose metadata or one of whose runs' metadata (its prompt) holds it,
+        case-insensitive: the candidates of the inspector's search, which tests the title
+        itself. One query: the id prefix is a range of the primary key; the text a scan
+        of ``sessions`` and ``runs`` in the database, rows never decoded here.
+        """
+        n = max(0, min(int(limit), MAX_PAGE))
+        low = text.lower()
+        like = "%" + low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        m = self._mark
+        where = (
+            f"(session_id >= {m} AND session_id < {m} OR lower(metadata_json) LIKE {m} ESCAPE '\\'"
+            f" OR session_id IN (SELECT session_id FROM runs WHERE lower(metadata_json) LIKE {m}"
+            " ESCAPE '\\'))"
+        )
+        params: list[Any] = [text, text + "\uffff", like, like]
+        if after is not None:
+            where += (
+                f" AND (updated_at, session_id) < (SELECT updated_at, session_id FROM sessions"
+                f" WHERE session_id = {m})"
+            )
+            params.append(validate_session_id(after))
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where}"
+            f" ORDER BY updated_at DESC, session_id DESC LIMIT {m}"
+        )
+        return [session_row(r) for r in self._query(sql, [*params, n])]
+
     def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
         """Return the runs of each of ``session_ids`` (validated), by creation time: one
         query for a page of sessions (``runs_by_session``), not one per session; a session

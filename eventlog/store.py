@@ -80,6 +80,13 @@ class EventStore(Protocol):
         ``sessions`` table, through an index."""
         ...
 
+    def search_sessions_page(
+        self, text: str, *, after: str | None = None, limit: int = 50
+    ) -> list[SessionRow]:
+        """Return one page, newest activity first, of the sessions whose id starts with
+        ``text`` or whose metadata or runs' metadata holds it (case-insensitive)."""
+        ...
+
     def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
         """Return the runs of each session of ``session_ids``, by creation time (one query)."""
         ...

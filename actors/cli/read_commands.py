@@ -72,9 +72,9 @@ def sessions(
         ),
     ] = None,
 ) -> None:
-    """List the sessions of the home (those the filters select), oldest first.
+    """List the sessions of the home (those the filters select).
 
-    With --limit (and --after) one keyset page: its cost follows the page, not the number
+    Oldest first. With --limit (and --after) one keyset page: its cost follows the page, not the number
     of sessions in the home; a session created meanwhile comes on a later page.
     """
     where = where_from(home, project)

@@ -13,13 +13,16 @@ import msgspec
 
 from actors.documents.excerpts import clip
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionInfo, session_info
+from actors.runtime.status import SessionInfo, owner_decides, session_info
 from eventlog.events import EVENT_TYPES
+from eventlog.global_reads import MAX_PAGE
 from eventlog.ids import is_main_run, relative
 from eventlog.records import RunRow, SessionRow
 
 #: The longest title shown in the sessions list.
 TITLE_LEN: Final = 80
+#: Sessions on one page of the inspector's list (``/api/sessions?limit=``).
+PAGE: Final = 200
 
 
 def session_infos_doc(
@@ -40,7 +43,8 @@ def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None)
     """Return one line of the sessions list: status, title, runs, tokens, last activity."""
     sid = row.session_id
     runs = rt.store.read_runs(sid) if runs is None else runs
-    info = session_info(row, runs, owned=rt.is_owned(sid), events=rt.store.count_events(sid))
+    owned = owner_decides(runs) and rt.is_owned(sid)  # the lock only where it decides
+    info = session_info(row, runs, owned=owned, events=rt.store.count_events(sid))
     mains = [r for r in runs if is_main_run(sid, r.agent_id)]
     prompt = mains[0].metadata.get("raw_prompt") or mains[0].metadata.get("prompt") if mains else ""
     tokens = 0
@@ -61,16 +65,29 @@ def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None)
     }
 
 
-def sessions_doc(rt: Runtime, query: str = "") -> dict[str, Any]:
-    """Return the sessions list (newest activity first), filtered by id prefix or title."""
+def sessions_doc(
+    rt: Runtime, query: str = "", after: str | None = None, limit: int = PAGE
+) -> dict[str, Any]:
+    """Return one page of the sessions list (newest activity first), filtered by id prefix
+    or title, and the cursor of the next page (``next``: None on the last).
+
+    A keyset page of the ``sessions`` table and the page's runs in one query: the cost
+    follows the page, not the number of sessions (docs/postgres.md, "Size").
+    """
     q = query.strip().lower()
-    lines = [session_line(rt, row) for row in rt.store.list_sessions()]
+    n = max(1, min(limit, MAX_PAGE))
+    store = rt.store
+    if q:
+        rows = store.search_sessions_page(q, after=after, limit=n)
+    else:
+        rows = store.list_sessions_page(after=after, limit=n, newest_first=True)
+    runs = store.read_runs_of([r.session_id for r in rows])
+    lines = [session_line(rt, row, runs[row.session_id]) for row in rows]
     if q:
         lines = [
             s for s in lines if s["session_id"].lower().startswith(q) or q in s["title"].lower()
         ]
-    lines.sort(key=lambda s: s["updated_at"], reverse=True)
-    return {"sessions": lines}
+    return {"sessions": lines, "next": rows[-1].session_id if len(rows) == n else None}
 
 
 def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:

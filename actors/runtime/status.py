@@ -110,6 +110,12 @@ def session_status(session_id: str, runs: Sequence[RunRow], *, owned: bool) -> s
     return _SHOWN_AS.get(last, last)
 
 
+def owner_decides(runs: Sequence[RunRow]) -> bool:
+    """True when the status of a session whose runs are ``runs`` needs the owner lock (a
+    run not ended): only then is ``owned`` worth probing."""
+    return any(r.status in OPEN_RUN_STATUSES for r in runs)
+
+
 def session_info(
     row: SessionRow, runs: Sequence[RunRow], *, owned: bool, events: int
 ) -> SessionInfo:
@@ -166,8 +172,7 @@ def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
         runs = store.read_runs_of([r.session_id for r in chunk])
         for row in chunk:
             sid, its = row.session_id, runs[row.session_id]
-            open_run = any(r.status in OPEN_RUN_STATUSES for r in its)
-            owned = open_run and engine.is_owned(sid)
+            owned = owner_decides(its) and engine.is_owned(sid)
             out.append(session_info(row, its, owned=owned, events=store.count_events(sid)))
     return out
 
