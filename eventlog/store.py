@@ -91,6 +91,11 @@ class EventStore(Protocol):
         """Return the runs of each session of ``session_ids``, by creation time (one query)."""
         ...
 
+    def count_events_of(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """Return the number of events of each session of ``session_ids`` (one statement
+        for a page; 0 for a session not stored)."""
+        ...
+
     def open_run_sessions(self) -> list[str]:
         """Return the sessions with a run ``running`` or ``pending`` in the store."""
         ...

@@ -74,8 +74,9 @@ def sessions(
 ) -> None:
     """List the sessions of the home (those the filters select).
 
-    Oldest first. With --limit (and --after) one keyset page: its cost follows the page, not the number
-    of sessions in the home; a session created meanwhile comes on a later page.
+    Oldest first. With --limit (and --after) one keyset page: its cost follows the page,
+    not the number of sessions in the home; a session created meanwhile comes on a later
+    page.
     """
     where = where_from(home, project)
     chosen = session_filter(status, error, model, role, since)

@@ -22,7 +22,7 @@ from eventlog.records import RunRow, SessionRow
 #: The longest title shown in the sessions list.
 TITLE_LEN: Final = 80
 #: Sessions on one page of the inspector's list (``/api/sessions?limit=``).
-PAGE: Final = 200
+PAGE: Final = 100
 
 
 def session_infos_doc(
@@ -39,12 +39,16 @@ def _title(row: SessionRow, first_prompt: str | None) -> str:
     return clip(title if isinstance(title, str) and title else (first_prompt or ""), TITLE_LEN)
 
 
-def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None) -> dict[str, Any]:
-    """Return one line of the sessions list: status, title, runs, tokens, last activity."""
+def session_line(
+    rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None, events: int | None = None
+) -> dict[str, Any]:
+    """Return one line of the sessions list: status, title, runs, tokens, last activity
+    (``runs`` and ``events``, when the caller read them for a page, are not read again)."""
     sid = row.session_id
     runs = rt.store.read_runs(sid) if runs is None else runs
     owned = owner_decides(runs) and rt.is_owned(sid)  # the lock only where it decides
-    info = session_info(row, runs, owned=owned, events=rt.store.count_events(sid))
+    events = rt.store.count_events(sid) if events is None else events
+    info = session_info(row, runs, owned=owned, events=events)
     mains = [r for r in runs if is_main_run(sid, r.agent_id)]
     prompt = mains[0].metadata.get("raw_prompt") or mains[0].metadata.get("prompt") if mains else ""
     tokens = 0
@@ -81,8 +85,9 @@ def sessions_doc(
         rows = store.search_sessions_page(q, after=after, limit=n)
     else:
         rows = store.list_sessions_page(after=after, limit=n, newest_first=True)
-    runs = store.read_runs_of([r.session_id for r in rows])
-    lines = [session_line(rt, row, runs[row.session_id]) for row in rows]
+    sids = [r.session_id for r in rows]
+    runs, counts = store.read_runs_of(sids), store.count_events_of(sids)
+    lines = [session_line(rt, row, runs[row.session_id], counts[row.session_id]) for row in rows]
     if q:
         lines = [
             s for s in lines if s["session_id"].lower().startswith(q) or q in s["title"].lower()

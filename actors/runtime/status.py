@@ -159,21 +159,21 @@ def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
     """Return the summary lines of the sessions ``rows``, in their order.
 
     The runs of up to :data:`_RUNS_CHUNK` sessions come from one query of the global
-    ``runs`` table, and the owner lock is probed only for a session with a run not ended
-    (the only status it decides), so a page of the list costs a few statements, not a
-    few per session; a session's own tables are read only for its event count (one
-    ``MAX``-like lookup of the page's sessions; none on PostgreSQL's shared table beyond
-    an index range).
+    ``runs`` table and their event counts from one more statement
+    (``count_events_of``), and the owner lock is probed only for a session with a run
+    not ended (the only status it decides), so a page of the list costs a few
+    statements, not a few per session.
     """
     out: list[SessionInfo] = []
     store = engine.store
     for i in range(0, len(rows), _RUNS_CHUNK):
         chunk = rows[i : i + _RUNS_CHUNK]
-        runs = store.read_runs_of([r.session_id for r in chunk])
+        sids = [r.session_id for r in chunk]
+        runs, counts = store.read_runs_of(sids), store.count_events_of(sids)
         for row in chunk:
             sid, its = row.session_id, runs[row.session_id]
             owned = owner_decides(its) and engine.is_owned(sid)
-            out.append(session_info(row, its, owned=owned, events=store.count_events(sid)))
+            out.append(session_info(row, its, owned=owned, events=counts[sid]))
     return out
 
 
