@@ -9,6 +9,7 @@ each backend's readers subclass :class:`GlobalTableReads`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,10 @@ from eventlog.seed_enums import api_run_status
 MAX_PAGE = 1000
 #: Run statuses of a run not ended (stored): the sessions the owner lock decides.
 _OPEN_STORED = "('running', 'pending')"
+#: The most sessions one text search looks at (see ``search_sessions_page``).
+SEARCH_WINDOW = 2000
+#: Text that can be the start of a session id: searched as an id prefix.
+_ID_TEXT = re.compile(r"sess_[a-z0-9_]*")
 
 AGENT_COLUMNS = (
     "agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
@@ -89,8 +94,11 @@ class GlobalTableReads:
                 " WHERE session_id = ?) ORDER BY updated_at DESC, session_id DESC LIMIT ?",
                 "first_newest": f"SELECT {SESSION_COLUMNS} FROM sessions"
                 " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                # A parked run is stored ``pending`` too (status_detail ``waiting``): no
+                # owner decides it, so it is left out.
                 "open_sessions": "SELECT DISTINCT session_id FROM runs"
-                f" WHERE status IN {_OPEN_STORED} ORDER BY session_id",
+                f" WHERE status IN {_OPEN_STORED}"
+                f"{' AND status_detail IS NULL' if seed_columns else ''} ORDER BY session_id",
                 "mark": "SELECT COUNT(*), MAX(updated_at) FROM sessions",
             }.items()
         }
@@ -158,34 +166,70 @@ class GlobalTableReads:
 
     def search_sessions_page(
         self, text: str, *, after: str | None = None, limit: int = 50
-    ) -> list[SessionRow]:
-        """Return one page, newest activity first, of the sessions whose id starts with
-        ``text`` or whose metadata or one of whose runs' metadata (its prompt) holds it,
-        case-insensitive: the candidates of the inspector's search, which tests the title
-        itself. One query: the id prefix is a range of the primary key; the text a scan
-        of ``sessions`` and ``runs`` in the database, rows never decoded here.
+    ) -> tuple[list[SessionRow], str | None]:
+        """Search the sessions, newest activity first: the candidates of the inspector's
+        search (which tests the title itself), and the cursor to search on from.
+
+        Text that can be a session id's start (``[a-z0-9_]+``, e.g. ``sess_2026``) is
+        looked up as a prefix of every id: a range of the primary key. Other text is
+        searched, case-insensitive, in the metadata of the sessions and of their runs
+        (a run's prompt) — a scan, so one call looks at no more than
+        :data:`SEARCH_WINDOW` sessions after ``after``, by last activity, and returns the
+        last one it looked at as the cursor (None once nothing older is left): a search
+        at 10^5 sessions costs a window, not the whole history (4 s → a few ms).
         """
         n = max(0, min(int(limit), MAX_PAGE))
         low = text.lower()
-        like = "%" + low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         m = self._mark
-        where = (
-            f"(session_id >= {m} AND session_id < {m} OR lower(metadata_json) LIKE {m} ESCAPE '\\'"
-            f" OR session_id IN (SELECT session_id FROM runs WHERE lower(metadata_json) LIKE {m}"
-            " ESCAPE '\\'))"
-        )
-        params: list[Any] = [text, text + "\uffff", like, like]
-        if after is not None:
-            where += (
-                f" AND (updated_at, session_id) < (SELECT updated_at, session_id FROM sessions"
-                f" WHERE session_id = {m})"
+        escaped = low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        if _ID_TEXT.fullmatch(low):
+            # LIKE, not a range: a range's upper bound depends on the database's collation.
+            cursor = f" AND session_id > {m}" if after is not None else ""
+            sql = (
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id LIKE {m} ESCAPE '\\'"
+                f"{cursor} ORDER BY session_id LIMIT {m}"
             )
-            params.append(validate_session_id(after))
-        sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where}"
+            params: list[Any] = [escaped + "%", *([validate_session_id(after)] if after else [])]
+            found = [session_row(r) for r in self._query(sql, [*params, n])]
+            return found, found[-1].session_id if len(found) == n else None
+        like = f"%{escaped}%"
+        keyset = ""
+        window_params: list[Any] = []
+        if after is not None:
+            keyset = (
+                "WHERE (updated_at, session_id) < (SELECT updated_at, session_id FROM"
+                f" sessions WHERE session_id = {m})"
+            )
+            window_params.append(validate_session_id(after))
+        window = (
+            f"SELECT session_id, updated_at FROM sessions {keyset}"
             f" ORDER BY updated_at DESC, session_id DESC LIMIT {m}"
         )
-        return [session_row(r) for r in self._query(sql, [*params, n])]
+        last = self._query(
+            f"SELECT session_id FROM ({window}) w ORDER BY updated_at, session_id LIMIT 1",
+            [*window_params, SEARCH_WINDOW],
+        )
+        sql = (
+            f"SELECT {', '.join('s.' + c.strip() for c in SESSION_COLUMNS.split(','))}"
+            f" FROM sessions s JOIN ({window}) w ON w.session_id = s.session_id"
+            f" WHERE lower(s.metadata_json) LIKE {m} ESCAPE '\\' OR EXISTS (SELECT 1 FROM"
+            f" runs r WHERE r.session_id = s.session_id AND lower(r.metadata_json) LIKE {m}"
+            " ESCAPE '\\') ORDER BY s.updated_at DESC, s.session_id DESC"
+        )
+        rows = self._query(sql, [*window_params, SEARCH_WINDOW, like, like])
+        found = [session_row(r) for r in rows]
+        more = (
+            self._query(
+                f"SELECT 1 FROM sessions WHERE (updated_at, session_id) < (SELECT updated_at,"
+                f" session_id FROM sessions WHERE session_id = {m}) LIMIT 1",
+                [last[0][0]],
+            )
+            if last
+            else []
+        )
+        if len(found) > n:  # more matches than a page: go on after the last one shown
+            return found[:n], found[n - 1].session_id
+        return found, (last[0][0] if more else None)
 
     def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
         """Return the runs of each of ``session_ids`` (validated), by creation time: one
@@ -207,10 +251,19 @@ class GlobalTableReads:
             )
         return out
 
-    def open_run_sessions(self) -> list[str]:
+    def open_run_sessions(self, newest: int | None = None) -> list[str]:
         """Return the sessions with a run not ended in the store (``running``/``pending``):
-        the only ones whose status the owner lock decides (``runs_by_status``)."""
-        return [str(r[0]) for r in self._query(self._global_sql["open_sessions"])]
+        the only ones whose status the owner lock decides (``runs_open``); with ``newest``,
+        only among the ``newest`` sessions by last activity (a list's first page)."""
+        if newest is None:
+            return [str(r[0]) for r in self._query(self._global_sql["open_sessions"])]
+        sql = self._global_sql["open_sessions"].replace(
+            " ORDER BY session_id",
+            " AND session_id IN (SELECT session_id FROM sessions"
+            f" ORDER BY updated_at DESC, session_id DESC LIMIT {self._mark})"
+            " ORDER BY session_id",
+        )
+        return [str(r[0]) for r in self._query(sql, (max(0, int(newest)),))]
 
     def sessions_mark(self) -> tuple[int, str | None]:
         """Return ``(number of sessions, latest updated_at)``: it changes whenever a session

@@ -82,9 +82,10 @@ class EventStore(Protocol):
 
     def search_sessions_page(
         self, text: str, *, after: str | None = None, limit: int = 50
-    ) -> list[SessionRow]:
-        """Return one page, newest activity first, of the sessions whose id starts with
-        ``text`` or whose metadata or runs' metadata holds it (case-insensitive)."""
+    ) -> tuple[list[SessionRow], str | None]:
+        """Return the sessions whose id starts with ``text`` (text like ``sess_…``) or, in
+        a bounded window of sessions after ``after``, whose metadata or runs' metadata
+        holds it (case-insensitive); and the cursor to search on from (None: the end)."""
         ...
 
     def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
@@ -96,8 +97,9 @@ class EventStore(Protocol):
         for a page; 0 for a session not stored)."""
         ...
 
-    def open_run_sessions(self) -> list[str]:
-        """Return the sessions with a run ``running`` or ``pending`` in the store."""
+    def open_run_sessions(self, newest: int | None = None) -> list[str]:
+        """Return the sessions with a run ``running`` or ``pending`` in the store (with
+        ``newest``: among the ``newest`` sessions by last activity)."""
         ...
 
     def sessions_mark(self) -> tuple[int, str | None]:

@@ -73,7 +73,8 @@ def sessions_doc(
     rt: Runtime, query: str = "", after: str | None = None, limit: int = PAGE
 ) -> dict[str, Any]:
     """Return one page of the sessions list (newest activity first), filtered by id prefix
-    or title, and the cursor of the next page (``next``: None on the last).
+    or title, and the cursor of the next page (``next``: None on the last; a search looks
+    at a bounded window of sessions a page, so its page may hold fewer than ``limit``).
 
     A keyset page of the ``sessions`` table and the page's runs in one query: the cost
     follows the page, not the number of sessions (docs/postgres.md, "Size").
@@ -82,9 +83,10 @@ def sessions_doc(
     n = max(1, min(limit, MAX_PAGE))
     store = rt.store
     if q:
-        rows = store.search_sessions_page(q, after=after, limit=n)
+        rows, cursor = store.search_sessions_page(q, after=after, limit=n)
     else:
         rows = store.list_sessions_page(after=after, limit=n, newest_first=True)
+        cursor = rows[-1].session_id if len(rows) == n else None
     sids = [r.session_id for r in rows]
     runs, counts = store.read_runs_of(sids), store.count_events_of(sids)
     lines = [session_line(rt, row, runs[row.session_id], counts[row.session_id]) for row in rows]
@@ -92,7 +94,7 @@ def sessions_doc(
         lines = [
             s for s in lines if s["session_id"].lower().startswith(q) or q in s["title"].lower()
         ]
-    return {"sessions": lines, "next": rows[-1].session_id if len(rows) == n else None}
+    return {"sessions": lines, "next": cursor}
 
 
 def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:

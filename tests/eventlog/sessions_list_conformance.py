@@ -14,7 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from eventlog.events import RunEnded, RunStarted, TodoUpdated
+from eventlog import global_reads
+from eventlog.events import RunEnded, RunStarted, SessionCreated, TodoUpdated
+from eventlog.records import SessionRow
 from eventlog.store import EventStore
 from tests.eventlog.store_conformance import StoreFactory, append, created, req
 
@@ -101,6 +103,7 @@ class SessionsListConformance:
         assert [] == runs["sess_not_stored"]
         assert 0 == counts["sess_not_stored"]
         assert sorted(ids[1::2]) == store.open_run_sessions()
+        assert sorted(ids[-10:][1::2]) == store.open_run_sessions(newest=10)
 
     def test_the_mark_moves_at_every_append_and_new_session(self, store: EventStore) -> None:
         assert (0, None) == store.sessions_mark()
@@ -112,7 +115,34 @@ class SessionsListConformance:
 
     def test_a_search_finds_ids_by_prefix_and_text_in_metadata(self, store: EventStore) -> None:
         ids = make_sessions(store, 0, 12)
-        assert [ids[11], ids[10]] == [
-            r.session_id for r in store.search_sessions_page("sess_20260101_000000_0001")
-        ]
-        assert [] == store.search_sessions_page("no 100% such_thing")
+        found, cursor = store.search_sessions_page("sess_20260101_000000_0001")
+        assert ([ids[10], ids[11]], None) == ([r.session_id for r in found], cursor)
+        titled = "sess_titled"
+        made = SessionCreated(
+            session_id=titled, cwd="/w", root_agent_id="a1", metadata={"title": "Sync 100% OK"}
+        )
+        append(store, req(made, titled))
+        assert ([titled], None) == _ids(store.search_sessions_page("sync 100%"))
+        assert ([], None) == _ids(store.search_sessions_page("sync 1000"))
+        assert ([], None) == _ids(store.search_sessions_page("c_100"))  # '_' is no wildcard
+
+    def test_a_text_search_looks_at_a_window_and_gives_the_cursor_on(
+        self, store: EventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(global_reads, "SEARCH_WINDOW", 4)
+        ids = make_sessions(store, 0, 10)
+        seen: list[str] = []
+        cursor: str | None = None
+        windows = 0
+        while True:
+            found, cursor = store.search_sessions_page("nothing matches", after=cursor)
+            seen += [r.session_id for r in found]
+            windows += 1
+            if cursor is None:
+                break
+        assert ([], 3) == (seen, windows)  # 10 sessions, 4 a window
+        assert 10 == len(ids)
+
+
+def _ids(result: tuple[list[SessionRow], str | None]) -> tuple[list[str], str | None]:
+    return [r.session_id for r in result[0]], result[1]
