@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors import Runtime
 from actors.documents.sessions import sessions_doc
+from actors.ui.live import ListFeed
 from eventlog.locations import is_postgres_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +112,10 @@ def _fill_queue(loc: Location, rt: Runtime, n: int) -> None:
     conn.close()
 
 
+def _feed_look(rt: Runtime) -> None:
+    ListFeed(rt).look()  # a new feed each time: what one tick of every list stream costs
+
+
 def measure(loc: Location, queue_rows: int, tries: int) -> dict[str, float]:
     """Every figure of the table for one location."""
     out: dict[str, float] = {}
@@ -121,7 +126,9 @@ def measure(loc: Location, queue_rows: int, tries: int) -> dict[str, float]:
         if queue_rows:
             _fill_queue(loc, rt, queue_rows)
         out["api first page"] = _median(lambda: sessions_doc(rt), tries)
-        out["api search"] = _median(lambda: sessions_doc(rt, "sync"), tries)
+        out["api search (text)"] = _median(lambda: sessions_doc(rt, "sync"), tries)
+        out["api search (id prefix)"] = _median(lambda: sessions_doc(rt, "sess_2026"), tries)
+        out["list feed look"] = _median(lambda: _feed_look(rt), tries)
         coord = rt.coordinator()
         owner = "bench-owner"
         out["queue poll"] = _median(lambda: coord.take(owner), tries * 4)
@@ -179,6 +186,10 @@ def _big(kind: str, tmp: Path, given: str | None, n: int, pg: str | None) -> Loc
     return Location("filled", url, project, tmp / "pgh-big")
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}ms" if seconds < 0.1 else f"{seconds * 1000:.0f}ms"
+
+
 def _count(loc: Location) -> int:
     with loc.runtime() as rt:
         return rt.store.sessions_mark()[0]
@@ -212,10 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'':28} {'empty':>10} {'filled':>10} {'ratio':>7}")
             for key, value in small.items():
                 filled = large.get(key, float("nan"))
-                print(
-                    f"  {key:28} {value * 1000:>8.1f}ms {filled * 1000:>8.1f}ms"
-                    f" {filled / value:>6.2f}x"
-                )
+                print(f"  {key:28} {_ms(value):>10} {_ms(filled):>10} {filled / value:>6.2f}x")
     return 0
 
 
