@@ -44,8 +44,9 @@ def test_streams_share_one_look_per_tick_and_probe_only_open_runs() -> None:
 
 def test_a_new_look_after_max_age_sees_the_change() -> None:
     rt: Any = _Runtime()
-    feed = ListFeed(rt, max_age=0.0)
+    feed = ListFeed(rt, max_age=0.0, owners_every=3600.0)
     first = feed.look()
     rt.store.mark = (4, "t2")
     assert first != feed.look()
     assert 2 == rt.store.looks
+    assert ["sess_a", "sess_b"] == rt.probed  # owners probed once in the hour
