@@ -97,8 +97,8 @@ def _fill_queue(loc: Location, rt: Runtime, n: int) -> None:
     if is_postgres_url(loc.where):
         import psycopg  # noqa: PLC0415 - the optional extra
 
-        with psycopg.connect(loc.where) as conn:
-            conn.execute(sql.format(t=now) + f" FROM generate_series(1, {n})")
+        with psycopg.connect(loc.where) as pg:
+            pg.execute(sql.format(t=now) + f" FROM generate_series(1, {n})")
         return
     import apsw  # noqa: PLC0415 - only here
 
