@@ -183,15 +183,7 @@ class GlobalTableReads:
         m = self._mark
         escaped = low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         if _ID_TEXT.fullmatch(low):
-            # LIKE, not a range: a range's upper bound depends on the database's collation.
-            cursor = f" AND session_id > {m}" if after is not None else ""
-            sql = (
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id LIKE {m} ESCAPE '\\'"
-                f"{cursor} ORDER BY session_id LIMIT {m}"
-            )
-            params: list[Any] = [escaped + "%", *([validate_session_id(after)] if after else [])]
-            found = [session_row(r) for r in self._query(sql, [*params, n])]
-            return found, found[-1].session_id if len(found) == n else None
+            return self._search_ids(escaped, after, n)
         like = f"%{escaped}%"
         keyset = ""
         window_params: list[Any] = []
@@ -230,6 +222,21 @@ class GlobalTableReads:
         if len(found) > n:  # more matches than a page: go on after the last one shown
             return found[:n], found[n - 1].session_id
         return found, (last[0][0] if more else None)
+
+    def _search_ids(
+        self, escaped: str, after: str | None, n: int
+    ) -> tuple[list[SessionRow], str | None]:
+        """The sessions whose id starts with ``escaped`` (a LIKE pattern's start), by id."""
+        m = self._mark
+        # LIKE, not a range: a range's upper bound depends on the database's collation.
+        cursor = f" AND session_id > {m}" if after is not None else ""
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id LIKE {m} ESCAPE '\\'"
+            f"{cursor} ORDER BY session_id LIMIT {m}"
+        )
+        params: list[Any] = [escaped + "%", *([validate_session_id(after)] if after else [])]
+        found = [session_row(r) for r in self._query(sql, [*params, n])]
+        return found, found[-1].session_id if len(found) == n else None
 
     def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
         """Return the runs of each of ``session_ids`` (validated), by creation time: one
