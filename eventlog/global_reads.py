@@ -9,6 +9,7 @@ each backend's readers subclass :class:`GlobalTableReads`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,15 @@ from eventlog.row_decoding import (
 )
 from eventlog.row_encoding import usage_of
 from eventlog.seed_enums import api_run_status
+
+#: The most sessions one page of :meth:`GlobalTableReads.list_sessions_page` returns.
+MAX_PAGE = 1000
+#: Run statuses of a run not ended (stored): the sessions the owner lock decides.
+_OPEN_STORED = "('running', 'pending')"
+#: The most sessions one text search looks at (see ``search_sessions_page``).
+SEARCH_WINDOW = 2000
+#: Text that can be the start of a session id: searched as an id prefix.
+_ID_TEXT = re.compile(r"sess_[a-z0-9_]*")
 
 AGENT_COLUMNS = (
     "agent_id, session_id, parent_agent_id, agent_type, created_by_run_id,"
@@ -61,6 +71,7 @@ class GlobalTableReads:
             an older file, whose such runs are given the usage their migration gives.
         """
         self._seed_columns = seed_columns
+        self._mark = mark
         detail = "status_detail" if seed_columns else "NULL"
         by_session = "WHERE session_id = ? ORDER BY created_at"
         self._global_sql = {
@@ -79,6 +90,25 @@ class GlobalTableReads:
                 " ORDER BY created_at, run_id",
                 "owned": "SELECT COUNT(*) FROM runs WHERE session_id = ? AND agent_id = ?",
                 "artifacts": f"SELECT {ARTIFACT_COLUMNS} FROM artifacts {by_session}, artifact_id",
+                # The sessions list's keyset pages: an index range scan each
+                # (``sessions_by_created`` / ``sessions_by_updated``), whatever the number
+                # of sessions; the cursor is the last session id of the previous page.
+                "page_oldest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " WHERE (created_at, session_id) > (SELECT created_at, session_id FROM sessions"
+                " WHERE session_id = ?) ORDER BY created_at, session_id LIMIT ?",
+                "first_oldest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " ORDER BY created_at, session_id LIMIT ?",
+                "page_newest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " WHERE (updated_at, session_id) < (SELECT updated_at, session_id FROM sessions"
+                " WHERE session_id = ?) ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                "first_newest": f"SELECT {SESSION_COLUMNS} FROM sessions"
+                " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+                # A parked run is stored ``pending`` too (status_detail ``waiting``): no
+                # owner decides it, so it is left out.
+                "open_sessions": "SELECT DISTINCT session_id FROM runs"
+                f" WHERE status IN {_OPEN_STORED}"
+                f"{' AND status_detail IS NULL' if seed_columns else ''} ORDER BY session_id",
+                "mark": "SELECT COUNT(*), MAX(updated_at) FROM sessions",
             }.items()
         }
 
@@ -120,6 +150,143 @@ class GlobalTableReads:
     def list_sessions(self) -> list[SessionRow]:
         """Return every session, oldest first."""
         return [session_row(r) for r in self._query(self._global_sql["sessions"])]
+
+    def list_sessions_page(
+        self, *, after: str | None = None, limit: int = 50, newest_first: bool = False
+    ) -> list[SessionRow]:
+        """Return one keyset page of sessions: at most ``limit`` (≤ :data:`MAX_PAGE`) after
+        the session ``after`` (the last id of the previous page; None: the first page).
+
+        Oldest first by ``(created_at, session_id)``: a session created while a reader
+        pages is after every page already read, so each session comes exactly once.
+        ``newest_first`` orders by last activity, ``(updated_at, session_id)`` descending
+        (the inspector's list): a session active meanwhile moves to the front, so a later
+        page may miss it (the first page shows it). ``after`` naming no stored session
+        gives an empty page. Reads only ``sessions``, through its index: no session's
+        own tables, whatever their number.
+        """
+        n = max(0, min(int(limit), MAX_PAGE))
+        order = "newest" if newest_first else "oldest"
+        if after is None:
+            rows = self._query(self._global_sql[f"first_{order}"], (n,))
+        else:
+            rows = self._query(self._global_sql[f"page_{order}"], (validate_session_id(after), n))
+        return [session_row(r) for r in rows]
+
+    def search_sessions_page(
+        self, text: str, *, after: str | None = None, limit: int = 50
+    ) -> tuple[list[SessionRow], str | None]:
+        """Search the sessions, newest activity first: the candidates of the inspector's
+        search (which tests the title itself), and the cursor to search on from.
+
+        Text that can be a session id's start (``[a-z0-9_]+``, e.g. ``sess_2026``) is
+        looked up as a prefix of every id: a range of the primary key. Other text is
+        searched, case-insensitive, in the metadata of the sessions and of their runs
+        (a run's prompt) — a scan, so one call looks at no more than
+        :data:`SEARCH_WINDOW` sessions after ``after``, by last activity, and returns the
+        last one it looked at as the cursor (None once nothing older is left): a search
+        at 10^5 sessions costs a window, not the whole history (4 s → a few ms).
+        """
+        n = max(0, min(int(limit), MAX_PAGE))
+        low = text.lower()
+        m = self._mark
+        escaped = low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        if _ID_TEXT.fullmatch(low):
+            return self._search_ids(escaped, after, n)
+        like = f"%{escaped}%"
+        keyset = ""
+        window_params: list[Any] = []
+        if after is not None:
+            keyset = (
+                "WHERE (updated_at, session_id) < (SELECT updated_at, session_id FROM"
+                f" sessions WHERE session_id = {m})"
+            )
+            window_params.append(validate_session_id(after))
+        window = (
+            f"SELECT session_id, updated_at FROM sessions {keyset}"
+            f" ORDER BY updated_at DESC, session_id DESC LIMIT {m}"
+        )
+        last = self._query(
+            f"SELECT session_id FROM ({window}) w ORDER BY updated_at, session_id LIMIT 1",
+            [*window_params, SEARCH_WINDOW],
+        )
+        sql = (
+            f"SELECT {', '.join('s.' + c.strip() for c in SESSION_COLUMNS.split(','))}"
+            f" FROM sessions s JOIN ({window}) w ON w.session_id = s.session_id"
+            f" WHERE lower(s.metadata_json) LIKE {m} ESCAPE '\\' OR EXISTS (SELECT 1 FROM"
+            f" runs r WHERE r.session_id = s.session_id AND lower(r.metadata_json) LIKE {m}"
+            " ESCAPE '\\') ORDER BY s.updated_at DESC, s.session_id DESC"
+        )
+        rows = self._query(sql, [*window_params, SEARCH_WINDOW, like, like])
+        found = [session_row(r) for r in rows]
+        more = (
+            self._query(
+                f"SELECT 1 FROM sessions WHERE (updated_at, session_id) < (SELECT updated_at,"
+                f" session_id FROM sessions WHERE session_id = {m}) LIMIT 1",
+                [last[0][0]],
+            )
+            if last
+            else []
+        )
+        if len(found) > n:  # more matches than a page: go on after the last one shown
+            return found[:n], found[n - 1].session_id
+        return found, (last[0][0] if more else None)
+
+    def _search_ids(
+        self, escaped: str, after: str | None, n: int
+    ) -> tuple[list[SessionRow], str | None]:
+        """The sessions whose id starts with ``escaped`` (a LIKE pattern's start), by id."""
+        m = self._mark
+        # LIKE, not a range: a range's upper bound depends on the database's collation.
+        cursor = f" AND session_id > {m}" if after is not None else ""
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id LIKE {m} ESCAPE '\\'"
+            f"{cursor} ORDER BY session_id LIMIT {m}"
+        )
+        params: list[Any] = [escaped + "%", *([validate_session_id(after)] if after else [])]
+        found = [session_row(r) for r in self._query(sql, [*params, n])]
+        return found, found[-1].session_id if len(found) == n else None
+
+    def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
+        """Return the runs of each of ``session_ids`` (validated), by creation time: one
+        query for a page of sessions (``runs_by_session``), not one per session; a session
+        with no run (or not stored) maps to ``[]``."""
+        sids = [validate_session_id(s) for s in session_ids]
+        out: dict[str, list[RunRow]] = {sid: [] for sid in sids}
+        if not sids:
+            return out
+        detail = "status_detail" if self._seed_columns else "NULL"
+        sql = (
+            f"SELECT {RUN_COLUMNS}, {detail} FROM runs WHERE session_id IN"
+            f" ({', '.join(self._mark for _ in sids)}) ORDER BY session_id, created_at, run_id"
+        )
+        for r in self._query(sql, sids):
+            run = run_row(r)
+            out[run.session_id].append(
+                run if self._seed_columns else self._usage_so_far(run.session_id, run)
+            )
+        return out
+
+    def open_run_sessions(self, newest: int | None = None) -> list[str]:
+        """Return the sessions with a run not ended in the store (``running``/``pending``):
+        the only ones whose status the owner lock decides (``runs_open``); with ``newest``,
+        only among the ``newest`` sessions by last activity (a list's first page)."""
+        if newest is None:
+            return [str(r[0]) for r in self._query(self._global_sql["open_sessions"])]
+        sql = self._global_sql["open_sessions"].replace(
+            " ORDER BY session_id",
+            " AND session_id IN (SELECT session_id FROM sessions"
+            f" ORDER BY updated_at DESC, session_id DESC LIMIT {self._mark})"
+            " ORDER BY session_id",
+        )
+        return [str(r[0]) for r in self._query(sql, (max(0, int(newest)),))]
+
+    def sessions_mark(self) -> tuple[int, str | None]:
+        """Return ``(number of sessions, latest updated_at)``: it changes whenever a session
+        is added, deleted or appended to (a change feed's cheap look; ``sessions_by_updated``
+        gives the maximum without a scan of the rows)."""
+        count, latest = self._query(self._global_sql["mark"])[0]
+        return int(count), None if latest is None else str(latest)
 
     def read_agents(self, session_id: str) -> list[AgentRow]:
         """Return the session's agents, by creation time."""

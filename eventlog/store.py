@@ -73,6 +73,40 @@ class EventStore(Protocol):
         """Return every session, oldest first."""
         ...
 
+    def list_sessions_page(
+        self, *, after: str | None = None, limit: int = 50, newest_first: bool = False
+    ) -> list[SessionRow]:
+        """Return one keyset page of sessions after the session ``after`` (None: the
+        first), oldest first, or by last activity with ``newest_first``; reads only the
+        ``sessions`` table, through an index."""
+        ...
+
+    def search_sessions_page(
+        self, text: str, *, after: str | None = None, limit: int = 50
+    ) -> tuple[list[SessionRow], str | None]:
+        """Return the sessions whose id starts with ``text`` (text like ``sess_…``) or, in
+        a bounded window of sessions after ``after``, whose metadata or runs' metadata
+        holds it (case-insensitive); and the cursor to search on from (None: the end)."""
+        ...
+
+    def read_runs_of(self, session_ids: Sequence[str]) -> dict[str, list[RunRow]]:
+        """Return the runs of each session of ``session_ids``, by creation time (one query)."""
+        ...
+
+    def count_events_of(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """Return the number of events of each session of ``session_ids`` (one statement
+        for a page; 0 for a session not stored)."""
+        ...
+
+    def open_run_sessions(self, newest: int | None = None) -> list[str]:
+        """Return the sessions with a run ``running`` or ``pending`` in the store (with
+        ``newest``: among the ``newest`` sessions by last activity)."""
+        ...
+
+    def sessions_mark(self) -> tuple[int, str | None]:
+        """Return ``(number of sessions, latest updated_at)``: changes at every append."""
+        ...
+
     def read_events(
         self, session_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[StoredEvent]:

@@ -40,8 +40,9 @@ from actors.documents.timeline import event_row
 from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import select_sessions
+from actors.runtime.status import SessionFilter, SessionInfo, select_sessions
 from eventlog.events import EVENT_TYPES
+from eventlog.global_reads import MAX_PAGE
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
 
@@ -56,22 +57,67 @@ def sessions(
     model: UsedModel = None,
     role: Role = None,
     since: Since = None,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after",
+            metavar="SESSION",
+            help="the page after SESSION (the last id of the previous page)",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", min=1, max=MAX_PAGE, metavar="N", help="a page of at most N sessions"
+        ),
+    ] = None,
 ) -> None:
-    """List the sessions of the home (those the filters select)."""
+    """List the sessions of the home (those the filters select).
+
+    Oldest first. With --limit (and --after) one keyset page: its cost follows the page,
+    not the number of sessions in the home; a session created meanwhile comes on a later
+    page.
+    """
     where = where_from(home, project)
     chosen = session_filter(status, error, model, role, since)
+    paged_list = after is not None or limit is not None
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
         with open_runtime(where) as rt:
-            infos = rt.sessions() if chosen.selects_all() else select_sessions(rt, chosen)
-            scenarios = {
-                r.session_id: str(r.metadata.get("scenario", "")) for r in rt.store.list_sessions()
-            }
+            if paged_list:
+                rows = _selected_page(rt, chosen, after, limit or 50)
+                infos = [i for i, _ in rows]
+                metadata = {r.session_id: r.metadata for _, r in rows}
+            else:
+                infos = rt.sessions() if chosen.selects_all() else select_sessions(rt, chosen)
+                metadata = {r.session_id: r.metadata for r in rt.store.list_sessions()}
+            scenarios = {sid: str(m.get("scenario", "")) for sid, m in metadata.items()}
     if as_json:
         print_json(session_infos_doc(infos, scenarios))
         return
-    render.make_console().print(render.sessions_table(infos, scenarios))
+    out = render.make_console()
+    out.print(render.sessions_table(infos, scenarios))
+    if paged_list and len(infos) == (limit or 50):
+        out.print(f"next page: clew sessions --after {infos[-1].session_id} --limit {limit or 50}")
+
+
+def _selected_page(
+    rt: Runtime, chosen: SessionFilter, after: str | None, limit: int
+) -> list[tuple[SessionInfo, SessionRow]]:
+    """The first ``limit`` sessions after ``after`` that ``chosen`` selects, with their rows,
+    read a keyset page at a time."""
+    out: list[tuple[SessionInfo, SessionRow]] = []
+    while len(out) < limit:
+        rows = rt.store.list_sessions_page(after=after, limit=limit)
+        if not rows:
+            break
+        infos = rt.infos(rows)
+        picked = infos if chosen.selects_all() else select_sessions(rt, chosen, infos)
+        keep = {i.session_id for i in picked}
+        out += [(i, r) for i, r in zip(infos, rows, strict=True) if i.session_id in keep]
+        after = rows[-1].session_id
+    return out[:limit]
 
 
 def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> None:

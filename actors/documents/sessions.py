@@ -13,13 +13,16 @@ import msgspec
 
 from actors.documents.excerpts import clip
 from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionInfo, session_info
+from actors.runtime.status import SessionInfo, owner_decides, session_info
 from eventlog.events import EVENT_TYPES
+from eventlog.global_reads import MAX_PAGE
 from eventlog.ids import is_main_run, relative
 from eventlog.records import RunRow, SessionRow
 
 #: The longest title shown in the sessions list.
 TITLE_LEN: Final = 80
+#: Sessions on one page of the inspector's list (``/api/sessions?limit=``).
+PAGE: Final = 100
 
 
 def session_infos_doc(
@@ -36,11 +39,16 @@ def _title(row: SessionRow, first_prompt: str | None) -> str:
     return clip(title if isinstance(title, str) and title else (first_prompt or ""), TITLE_LEN)
 
 
-def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None) -> dict[str, Any]:
-    """Return one line of the sessions list: status, title, runs, tokens, last activity."""
+def session_line(
+    rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None, events: int | None = None
+) -> dict[str, Any]:
+    """Return one line of the sessions list: status, title, runs, tokens, last activity
+    (``runs`` and ``events``, when the caller read them for a page, are not read again)."""
     sid = row.session_id
     runs = rt.store.read_runs(sid) if runs is None else runs
-    info = session_info(row, runs, owned=rt.is_owned(sid), events=rt.store.count_events(sid))
+    owned = owner_decides(runs) and rt.is_owned(sid)  # the lock only where it decides
+    events = rt.store.count_events(sid) if events is None else events
+    info = session_info(row, runs, owned=owned, events=events)
     mains = [r for r in runs if is_main_run(sid, r.agent_id)]
     prompt = mains[0].metadata.get("raw_prompt") or mains[0].metadata.get("prompt") if mains else ""
     tokens = 0
@@ -61,16 +69,32 @@ def session_line(rt: Runtime, row: SessionRow, runs: list[RunRow] | None = None)
     }
 
 
-def sessions_doc(rt: Runtime, query: str = "") -> dict[str, Any]:
-    """Return the sessions list (newest activity first), filtered by id prefix or title."""
+def sessions_doc(
+    rt: Runtime, query: str = "", after: str | None = None, limit: int = PAGE
+) -> dict[str, Any]:
+    """Return one page of the sessions list (newest activity first), filtered by id prefix
+    or title, and the cursor of the next page (``next``: None on the last; a search looks
+    at a bounded window of sessions a page, so its page may hold fewer than ``limit``).
+
+    A keyset page of the ``sessions`` table and the page's runs in one query: the cost
+    follows the page, not the number of sessions (docs/postgres.md, "Size").
+    """
     q = query.strip().lower()
-    lines = [session_line(rt, row) for row in rt.store.list_sessions()]
+    n = max(1, min(limit, MAX_PAGE))
+    store = rt.store
+    if q:
+        rows, cursor = store.search_sessions_page(q, after=after, limit=n)
+    else:
+        rows = store.list_sessions_page(after=after, limit=n, newest_first=True)
+        cursor = rows[-1].session_id if len(rows) == n else None
+    sids = [r.session_id for r in rows]
+    runs, counts = store.read_runs_of(sids), store.count_events_of(sids)
+    lines = [session_line(rt, row, runs[row.session_id], counts[row.session_id]) for row in rows]
     if q:
         lines = [
             s for s in lines if s["session_id"].lower().startswith(q) or q in s["title"].lower()
         ]
-    lines.sort(key=lambda s: s["updated_at"], reverse=True)
-    return {"sessions": lines}
+    return {"sessions": lines, "next": cursor}
 
 
 def session_doc(rt: Runtime, sid: str) -> dict[str, Any]:

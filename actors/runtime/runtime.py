@@ -13,7 +13,7 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -247,7 +247,12 @@ class Runtime:
 
     def sessions(self) -> list[SessionInfo]:
         """Return every session with its status, run/event counts and interruption flag."""
-        return [self.info(row) for row in self.store.list_sessions()]
+        return status.infos(self._engine, self.store.list_sessions())
+
+    def infos(self, rows: Sequence[SessionRow]) -> list[SessionInfo]:
+        """Return the summary lines of the sessions ``rows`` (a page of
+        ``store.list_sessions_page``): a few statements a page, not a few per session."""
+        return status.infos(self._engine, rows)
 
     def info(self, row: SessionRow) -> SessionInfo:
         """Return the summary line of the session whose row is ``row`` (its status derived

@@ -110,6 +110,12 @@ def session_status(session_id: str, runs: Sequence[RunRow], *, owned: bool) -> s
     return _SHOWN_AS.get(last, last)
 
 
+def owner_decides(runs: Sequence[RunRow]) -> bool:
+    """True when the status of a session whose runs are ``runs`` needs the owner lock (a
+    run not ended): only then is ``owned`` worth probing."""
+    return any(r.status in OPEN_RUN_STATUSES for r in runs)
+
+
 def session_info(
     row: SessionRow, runs: Sequence[RunRow], *, owned: bool, events: int
 ) -> SessionInfo:
@@ -143,6 +149,32 @@ def info(engine: Engine, row: SessionRow) -> SessionInfo:
         owned=engine.is_owned(sid),
         events=engine.store.count_events(sid),
     )
+
+
+#: Sessions whose runs one query reads when the list is built (a page is one chunk).
+_RUNS_CHUNK: Final = 500
+
+
+def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
+    """Return the summary lines of the sessions ``rows``, in their order.
+
+    The runs of up to :data:`_RUNS_CHUNK` sessions come from one query of the global
+    ``runs`` table and their event counts from one more statement
+    (``count_events_of``), and the owner lock is probed only for a session with a run
+    not ended (the only status it decides), so a page of the list costs a few
+    statements, not a few per session.
+    """
+    out: list[SessionInfo] = []
+    store = engine.store
+    for i in range(0, len(rows), _RUNS_CHUNK):
+        chunk = rows[i : i + _RUNS_CHUNK]
+        sids = [r.session_id for r in chunk]
+        runs, counts = store.read_runs_of(sids), store.count_events_of(sids)
+        for row in chunk:
+            sid, its = row.session_id, runs[row.session_id]
+            owned = owner_decides(its) and engine.is_owned(sid)
+            out.append(session_info(row, its, owned=owned, events=counts[sid]))
+    return out
 
 
 def main_runs(engine: Engine, session_id: str) -> list[str]:
@@ -331,8 +363,10 @@ def _matches(rt: Home, info: SessionInfo, f: SessionFilter) -> bool:
     )
 
 
-def select_sessions(rt: Home, f: SessionFilter) -> list[SessionInfo]:
-    """The sessions of the home ``f`` selects, oldest first.
+def select_sessions(
+    rt: Home, f: SessionFilter, among: Sequence[SessionInfo] | None = None
+) -> list[SessionInfo]:
+    """The sessions of the home (or of ``among``, a page of them) ``f`` selects, oldest first.
 
     Raises:
         UsageError: ``f.error`` is not a regular expression.
@@ -342,4 +376,5 @@ def select_sessions(rt: Home, f: SessionFilter) -> list[SessionInfo]:
             re.compile(f.error)
         except re.error as e:
             raise UsageError(f"--error {f.error!r} is not a regular expression: {e}") from e
-    return [info for info in rt.sessions() if _matches(rt, info, f)]
+    infos = rt.sessions() if among is None else among
+    return [info for info in infos if _matches(rt, info, f)]

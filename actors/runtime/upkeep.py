@@ -276,6 +276,18 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         return f"{len(self.sessions)} sessions verified: {verdict}"
 
 
+def list_problems(store: EventStore, sid: str, events: int) -> list[str]:
+    """What the sessions list would show of the session, read its batched way (a page's
+    runs and event counts in one statement each), against the session's own reads."""
+    problems = []
+    listed = store.count_events_of([sid])[sid]
+    if listed != events:
+        problems.append(f"sessions list: {listed} events counted, {events} in the session")
+    if store.read_runs_of([sid])[sid] != store.read_runs(sid):
+        problems.append("sessions list: the runs read for a page differ from the session's")
+    return problems
+
+
 def check_session(engine: Engine, session_id: str) -> SessionCheck:
     """Follow the session's hash chain, rebuild its projections from its events and compare
     them with the stored rows, check its artifact files, and replay every Task WAL of the
@@ -301,6 +313,7 @@ def _check_session(engine: Engine, sid: str) -> SessionCheck:
         problems += [str(d) for d in report.differences]
         problems += usage_problems(engine.store, sid, report.usage_by_run)
         problems += artifact_problems(engine.store, sid)
+        problems += list_problems(engine.store, sid, events)
     except IntegrityError as e:
         problems.append(f"integrity: {e}")
     except ClewError as e:

@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from actors.documents.calls import call_view, waterfall_doc, waterfall_since
 from actors.documents.redrives import redrive_doc, redrives_doc
-from actors.documents.sessions import session_doc, sessions_doc
+from actors.documents.sessions import PAGE, session_doc, sessions_doc
 from actors.documents.tasks import dag_doc
 from actors.documents.timeline import timeline_doc
 from actors.documents.tree import artifact_preview, excerpts_doc, node_doc, tree_shape_doc
@@ -171,7 +171,12 @@ class Inspector:
         return HTMLResponse(page.replace("{{CSRF}}", self.csrf))
 
     async def sessions(self, request: Request) -> Response:
-        return await _call(sessions_doc, self.rt, request.query_params.get("q", ""))
+        try:
+            limit = _int(request, "limit", PAGE)
+        except Refused as e:
+            return _error(400, str(e))
+        after = request.query_params.get("after") or None
+        return await _call(sessions_doc, self.rt, request.query_params.get("q", ""), after, limit)
 
     async def session(self, request: Request) -> Response:
         return await self._read(request, session_doc)

@@ -226,6 +226,20 @@ class PostgresReads(GlobalTableReads):
         sid = self._require(session_id)
         return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = %s", (sid,))[0][0])
 
+    def count_events_of(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """Return the number of events of each of ``session_ids`` (validated; 0 for one not
+        stored): one ``GROUP BY`` over the primary key's ranges of the page's sessions."""
+        sids = [validate_session_id(s) for s in session_ids]
+        out = dict.fromkeys(sids, 0)
+        if sids:
+            rows = self._query(
+                "SELECT session_id, COUNT(*) FROM events WHERE session_id = ANY(%s)"
+                " GROUP BY session_id",
+                (sids,),
+            )
+            out.update({str(r[0]): int(r[1]) for r in rows})
+        return out
+
     def _nodes(self, where: str, params: Sequence[Any]) -> list[NodeRow]:
         columns, join = self._node_select()
         rows = self._query(f"SELECT {columns} FROM nodes n {join} WHERE {where}", params)

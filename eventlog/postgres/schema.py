@@ -297,6 +297,15 @@ MIGRATIONS: list[Migration] = [
     """,
     _seed_columns,
     _ARTIFACT_CHUNKS,
+    # Version 6: the sessions list at 10^5 sessions (docs/postgres.md, "Size"): keyset
+    # pages of ``sessions`` by creation and by last activity, and the sessions with a run
+    # not ended; indexes only.
+    """
+    CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions (created_at, session_id);
+    CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at, session_id);
+    CREATE INDEX IF NOT EXISTS runs_open ON runs (session_id)
+        WHERE status IN ('running', 'pending');
+    """,
 ]
 
 #: The schema version this code writes.

@@ -128,6 +128,15 @@ def _nodes_by_value(conn: apsw.Connection, sid: str) -> None:
     conn.execute(f"CREATE INDEX nodes_{sid}_by_parent ON nodes_{sid}(parent_id)")
 
 
+#: The indexes of the sessions list (the same SQL on both backends; PostgreSQL's
+#: migration 5 runs it too).
+SESSIONS_LIST_INDEXES = """
+    CREATE INDEX IF NOT EXISTS sessions_by_created ON sessions(created_at, session_id);
+    CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions(updated_at, session_id);
+    CREATE INDEX IF NOT EXISTS runs_open ON runs(session_id)
+        WHERE status IN ('running', 'pending');
+    """
+
 # Append-only: migration i brings ``PRAGMA user_version`` from i to i+1. Never edit a
 # shipped entry; add a new one.
 MIGRATIONS: list[Migration] = [
@@ -209,6 +218,11 @@ MIGRATIONS: list[Migration] = [
     """,
     _nodes_by_reference,
     _seed_columns,
+    # Version 6: the sessions list at 10^5 sessions (docs/postgres.md, "Size"): keyset
+    # pages of ``sessions`` by creation and by last activity, and the few sessions with a
+    # run not ended (the only ones whose status needs the owner lock), each an index range
+    # scan; only indexes are built, no row or session table is touched.
+    SESSIONS_LIST_INDEXES,
 ]
 
 #: The schema version this code writes.

@@ -164,8 +164,10 @@ def _create_and_migrate(connections: Connections) -> None:
                 )
             _switch_to_wal(conn)
             migrate(conn)
-        finally:
+        except BaseException:
             conn.close()
+            raise
+        connections.adopt(conn)  # its schema is parsed: the writer goes on with it
 
 
 def _switch_to_wal(conn: apsw.Connection) -> None:
@@ -200,15 +202,17 @@ def _check_readable(connections: Connections) -> int:
     try:
         with translate_errors(f"reading {path}"):
             version = schema_version(conn)
-    finally:
+        check_not_newer(version)
+        if version < OLDEST_READABLE:
+            raise StoreError(
+                f"cannot read {path} read-only: its schema (version {version}) is older than"
+                f" this clew reads without migrating it (version {OLDEST_READABLE});"
+                " open it once where it is writable"
+            )
+    except BaseException:
         conn.close()
-    check_not_newer(version)
-    if version < OLDEST_READABLE:
-        raise StoreError(
-            f"cannot read {path} read-only: its schema (version {version}) is older than"
-            f" this clew reads without migrating it (version {OLDEST_READABLE});"
-            " open it once where it is writable"
-        )
+        raise
+    connections.adopt(conn)  # its schema is parsed: this thread's reads go on with it
     return version
 
 

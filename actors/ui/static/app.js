@@ -45,19 +45,24 @@ class SessionsPage {
     this.load();
     redrivesSection(this.redrives);
     this.stream = new EventSource("/api/stream");
-    this.stream.addEventListener("sessions", () => this.load());
+    this.stream.addEventListener("sessions", () => this.load());  // the first page again
     this.stream.onopen = () => setLive(true);
     this.stream.onerror = () => setLive(false);
   }
 
-  async load() {
+  async load(after) {
     let doc;
     try {
-      doc = await api("/api/sessions", { q: this.search.value.trim() });
+      const query = { q: this.search.value.trim() };
+      if (after) query.after = after;
+      doc = await api("/api/sessions", query);
     } catch (e) {
       showError(this.body, e);
       return;
     }
+    // A page at a time (keyset, `next`): the list costs its page, not the home's size.
+    const more = this.body.querySelector("tr.more");
+    if (more) more.remove();
     const rows = doc.sessions.map((s) =>
       h(
         "tr",
@@ -71,9 +76,19 @@ class SessionsPage {
         h("td", { title: s.updated_at }, ago(s.updated_at)),
       ),
     );
-    fill(this.body, ...rows);
-    if (!rows.length) this.body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "no session matches")));
-    this.count.textContent = `${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"}`;
+    if (after) this.body.append(...rows);
+    else fill(this.body, ...rows);
+    if (!after && !rows.length && !doc.next) this.body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "no session matches")));
+    if (doc.next) {
+      const link = h("a", { href: "#" }, "more…");
+      link.addEventListener("click", (e) => {
+        e.preventDefault();
+        this.load(doc.next);
+      });
+      this.body.append(h("tr", { class: "more" }, h("td", { colspan: 7 }, link)));
+    }
+    const shown = this.body.querySelectorAll("tr[data-sid]").length;
+    this.count.textContent = `${shown}${doc.next ? "+" : ""} session${shown === 1 ? "" : "s"}`;
   }
 
   close() {
