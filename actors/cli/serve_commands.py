@@ -47,6 +47,20 @@ LeaseTtl = Annotated[
     ),
 ]
 
+MetricsPort = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        metavar="PORT",
+        min=0,
+        max=65535,
+        help="serve /metrics (Prometheus text) and /healthz on this port (0: any free)",
+    ),
+]
+MetricsHost = Annotated[
+    str, typer.Option("--metrics-host", metavar="HOST", help="the address metrics bind")
+]
+
 
 def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
     """Open the runtime of the home with its coordinator (refusing a bad URL first)."""
@@ -177,6 +191,8 @@ def serve(
         float,
         typer.Option(metavar="SECONDS", min=0, help="on SIGTERM, wait this long for runs"),
     ] = 30.0,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
     coordination: Coordination = None,
     home: Home = None,
     project: Project = None,
@@ -198,6 +214,7 @@ def serve(
             stop=stop,
             drain_s=drain,
             on_event=lambda line: print(line, flush=True),
+            metrics_address=None if metrics_port is None else (metrics_host, metrics_port),
         )
     except BaseException:
         rt.close()

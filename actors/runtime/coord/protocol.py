@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 import msgspec
@@ -93,6 +94,16 @@ class QueuedRun(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class QueueDepth(msgspec.Struct, frozen=True, kw_only=True):
+    """How many rows of the queue are in each status, and the oldest one waiting."""
+
+    queued: int
+    running: int
+    done: int
+    #: The oldest ``queued`` row (None: nothing waits).
+    oldest_queued: QueuedRun | None
+
+
 class Leases(Protocol):
     """Leases on named resources (sessions, serving processes) with expiry."""
 
@@ -164,6 +175,16 @@ class RunQueue(Protocol):
 
     def list_runs(self, limit: int = 100) -> list[QueuedRun]:
         """Return the newest ``limit`` rows, oldest first."""
+        ...
+
+    def depth(self) -> QueueDepth:
+        """Return the rows by status and the oldest queued one."""
+        ...
+
+    def listen(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake`` (from a thread of its own) whenever a run may have become
+        takeable — submitted, put back, or a run of its session finished — from any
+        process. Returns False when this queue cannot tell: the caller polls."""
         ...
 
 
