@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,12 +143,19 @@ def _transactions(url: str, database: str) -> int:
     return int(row[0])
 
 
+def _cpu_of(procs: list[subprocess.Popen[bytes]]) -> float:
+    """User + system CPU seconds the processes used so far."""
+    fields = [_stat(p.pid) for p in procs]
+    return sum(int(f[11]) + int(f[12]) for f in fields if f is not None) / TICKS
+
+
 @dataclass
 class Result:
     procs: int
     runs: int
     seconds: float
     db_cpu_s: float
+    serve_cpu_s: float
     idle_tps_per_serve: float
     idle_cpu_ms_per_s: float
     connections: int
@@ -234,6 +242,7 @@ def one(
             idle_tps = (_transactions(server, database) - before) / args.idle / n
 
             cpu.start()
+            serve_cpu = _cpu_of(procs)
             t0 = time.monotonic()
             for i in range(runs):
                 coord.submit(
@@ -260,12 +269,12 @@ def one(
                 time.sleep(0.2)
             seconds = time.monotonic() - t0
             db_cpu = cpu.seconds()
+            serve_cpu = _cpu_of(procs) - serve_cpu
             bad = [r for r in rows if r.outcome != "completed"]
             assert not bad, bad[:3]
         coord.close()
-        return Result(
-            n, runs, seconds, db_cpu, idle_tps, idle_cpu / args.idle / n * 1000, connections
-        )
+        idle_ms = idle_cpu / args.idle / n * 1000
+        return Result(n, runs, seconds, db_cpu, serve_cpu, idle_tps, idle_ms, connections)
     finally:
         drop_database(server, url)
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
@@ -287,6 +296,8 @@ def main() -> None:
     parser.add_argument("--max-connections", type=int, default=600, help="of the server it starts")
     parser.add_argument("--serve-arg", action="append", default=[], help="an extra clew serve flag")
     args = parser.parse_args()
+    # SIGTERM ends it like Ctrl-C: the serves are stopped and the server it started too.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(1))
     runs = 80 if args.quick else args.runs
     if args.url:
         server, postmaster, where = args.url, None, "the given server (CPU sampled)"
@@ -301,7 +312,8 @@ def main() -> None:
         f" --concurrency {args.concurrency}, {where}, {os.cpu_count()} cores"
     )
     print(
-        "procs  runs/s  ×1     db CPU ms/run  peak conns  idle tx/s/serve  idle db CPU ms/s/serve"
+        "procs  runs/s  ×1     db CPU ms/run  serve CPU ms/run  peak conns  idle tx/s/serve"
+        "  idle db CPU ms/s/serve"
     )
     base: float | None = None
     for n in (int(x) for x in args.procs.split(",")):
@@ -309,7 +321,7 @@ def main() -> None:
         base = base or r.runs_per_s
         print(
             f"{n:>5}  {r.runs_per_s:6.2f}  {r.runs_per_s / base:4.2f}×"
-            f"  {r.db_cpu_s / r.runs * 1000:13.1f}"
+            f"  {r.db_cpu_s / r.runs * 1000:13.1f}  {r.serve_cpu_s / r.runs * 1000:16.1f}"
             f"  {r.connections:>10}  {r.idle_tps_per_serve:15.1f}  {r.idle_cpu_ms_per_s:22.2f}",
             flush=True,
         )

@@ -67,6 +67,9 @@ from eventlog.request_events import ModelRequested
 
 _log = get_logger("clew.serve")
 
+#: Threads resuming adopted runs at once, at most (started as needed).
+_RECOVERY_THREADS = 64
+
 
 # --- recipes ------------------------------------------------------------------------------
 
@@ -306,13 +309,16 @@ class Server:
         # Pushed wake-ups: poll only as a fallback (what no notification announces).
         poll = self.idle_poll_s if self.coord.listen(self._wake.set) else self.poll_s
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="clew-serve")
+        # Adopted runs go on at once, not behind the runs this process is running nor
+        # behind each other (a thread each: as many as the dead peers had in progress).
+        recovering = ThreadPoolExecutor(_RECOVERY_THREADS, thread_name_prefix="clew-recover")
         next_recovery = next_take = 0.0
         self._state = "serving"
         try:
             while not stop.is_set():
                 self._tick = now = time.monotonic()
                 if now >= next_recovery:
-                    self._recover(pool)
+                    self._recover(recovering)
                     next_recovery = time.monotonic() + self.ttl / 3
                 if self._wake.is_set() or now >= next_take:
                     self._wake.clear()
@@ -323,6 +329,7 @@ class Server:
         finally:
             self._state = "draining"
             pool.shutdown(wait=False, cancel_futures=True)
+            recovering.shutdown(wait=False, cancel_futures=True)
             wait(list(self._active), timeout=self.drain_s)
             self.report.running = sorted(q for f, q in self._active.items() if not f.done())
             self._state = "stopped"

@@ -38,6 +38,13 @@ def _completion(text: str) -> bytes:
     ).encode()
 
 
+class _Quiet(ThreadingHTTPServer):
+    """A server that does not print a traceback when a client is killed mid-call."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
+
+
 class LoopbackModelServer:
     """A threading HTTP server on 127.0.0.1 (an ephemeral port) in a daemon thread."""
 
@@ -73,7 +80,7 @@ class LoopbackModelServer:
                 self.end_headers()
                 self.wfile.write(reply)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Quiet(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
