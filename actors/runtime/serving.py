@@ -371,7 +371,7 @@ class Server:
         return float(self.engine.leases.held())
 
     def depth_by_status(self) -> dict[Labels, float]:
-        depth = self.coord.depth()
+        depth = self.coord.depth(count_done=False)  # scraped often: two index counts
         return {
             (("status", "queued"),): depth.queued,
             (("status", "running"),): depth.running,

@@ -99,7 +99,8 @@ class QueueDepth(msgspec.Struct, frozen=True, kw_only=True):
 
     queued: int
     running: int
-    done: int
+    #: None when not counted (``depth(count_done=False)``).
+    done: int | None
     #: The oldest ``queued`` row (None: nothing waits).
     oldest_queued: QueuedRun | None
 
@@ -177,8 +178,9 @@ class RunQueue(Protocol):
         """Return the newest ``limit`` rows, oldest first."""
         ...
 
-    def depth(self) -> QueueDepth:
-        """Return the rows by status and the oldest queued one."""
+    def depth(self, *, count_done: bool = True) -> QueueDepth:
+        """Return the rows by status and the oldest queued one (``count_done`` False:
+        the done rows, as many as the queue's history, are not counted)."""
         ...
 
     def listen(self, wake: Callable[[], None]) -> bool:

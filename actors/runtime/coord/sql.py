@@ -139,12 +139,8 @@ _GET = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue WHERE id = ?"
 
 _LIST = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue ORDER BY id DESC LIMIT ?"
 
-#: Rows per status, each counted on the ``(status, id)`` index.
-_DEPTH = """
-SELECT (SELECT count(*) FROM clew_run_queue WHERE status = 'queued'),
-    (SELECT count(*) FROM clew_run_queue WHERE status = 'running'),
-    (SELECT count(*) FROM clew_run_queue WHERE status = 'done')
-"""
+#: Rows of one status, counted on the ``(status, id)`` index.
+_COUNT = "SELECT count(*) FROM clew_run_queue WHERE status = ?"
 
 _OLDEST = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue WHERE status = 'queued' ORDER BY id LIMIT 1"
 
@@ -296,14 +292,18 @@ class SQLCoordinator(ABC):
             rows = execute(_LIST, (limit,))
         return [queued_run(r) for r in reversed(rows)]
 
-    def depth(self) -> QueueDepth:
-        """Return the rows by status and the oldest queued one (one snapshot each)."""
+    def depth(self, *, count_done: bool = True) -> QueueDepth:
+        """Return the rows by status and the oldest queued one; ``count_done`` False
+        leaves the done rows uncounted (their count grows with the queue's history)."""
         with self._read() as execute:
-            [(queued, running, done)] = execute(_DEPTH, ())
+            counts = {
+                status: int(execute(_COUNT, (status,))[0][0])
+                for status in ("queued", "running", *(("done",) if count_done else ()))
+            }
             oldest = execute(_OLDEST, ())
         return QueueDepth(
-            queued=int(queued),
-            running=int(running),
-            done=int(done),
+            queued=counts["queued"],
+            running=counts["running"],
+            done=counts.get("done"),
             oldest_queued=queued_run(oldest[0]) if oldest else None,
         )
