@@ -17,7 +17,7 @@ per process. Its loop, woken by the coordinator when a run may have become takea
 (PostgreSQL's ``LISTEN``; else every ``poll_s``), by a run of its own ending, or at the
 latest every ``idle_poll_s``:
 
-1. **Recover** (at start, then every third of the lease ttl): a queued run whose owner's
+1. **Recover** (at start, then every third of the lease ttl, 2 s at most): a run whose owner's
    worker lease expired is *adopted* (one compare-and-set: exactly one live process wins
    it). If its run had started, the session is resumed through the ordinary resume path
    (recorded model replies are served from the log, never asked again; a non-idempotent
@@ -66,6 +66,10 @@ from eventlog.records import StoredEvent
 from eventlog.request_events import ModelRequested
 
 _log = get_logger("clew.serve")
+
+#: The longest wait between two recovery scans: a dead peer's runs are adopted within
+#: the lease ttl plus this (a third of the ttl when that is shorter).
+_RECOVERY_PERIOD_MAX_S = 2.0
 
 #: Threads resuming adopted runs at once, at most (started as needed).
 _RECOVERY_THREADS = 64
@@ -319,7 +323,7 @@ class Server:
                 self._tick = now = time.monotonic()
                 if now >= next_recovery:
                     self._recover(recovering)
-                    next_recovery = time.monotonic() + self.ttl / 3
+                    next_recovery = time.monotonic() + min(self.ttl / 3, _RECOVERY_PERIOD_MAX_S)
                 if self._wake.is_set() or now >= next_take:
                     self._wake.clear()
                     self._take(pool, stop)
