@@ -71,6 +71,9 @@ _log = get_logger("clew.serve")
 #: the lease ttl plus this (a third of the ttl when that is shorter).
 _RECOVERY_PERIOD_MAX_S = 2.0
 
+#: Model calls timed at once, at most (more: calls of interrupted runs never answered).
+_OPEN_CALLS_MAX = 10_000
+
 #: Threads resuming adopted runs at once, at most (started as needed).
 _RECOVERY_THREADS = 64
 
@@ -261,6 +264,8 @@ class ServeMetrics:
             if isinstance(e, ModelRequested | ModelResponded | ModelFailed):
                 key = (stored.run_id, stored.agent_id, e.call_index, e.attempt)
                 if isinstance(e, ModelRequested):
+                    if len(self._calls) > _OPEN_CALLS_MAX:  # calls of runs cut off: forget
+                        self._calls.clear()
                     self._calls[key] = now
                 elif (at := self._calls.pop(key, None)) is not None:
                     self.latency.observe(now - at)
