@@ -47,6 +47,20 @@ LeaseTtl = Annotated[
     ),
 ]
 
+MetricsPort = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        metavar="PORT",
+        min=0,
+        max=65535,
+        help="serve /metrics (Prometheus text) and /healthz on this port (0: any free)",
+    ),
+]
+MetricsHost = Annotated[
+    str, typer.Option("--metrics-host", metavar="HOST", help="the address metrics bind")
+]
+
 
 def _open(where: Where, coordination: str | None, lease_ttl: float) -> Runtime:
     """Open the runtime of the home with its coordinator (refusing a bad URL first)."""
@@ -150,12 +164,23 @@ def queue(
     project: Project = None,
     as_json: Json = False,
 ) -> None:
-    """List the queued runs: id, status, outcome, attempts, session, owner."""
+    """List the queued runs: id, status, outcome, attempts, session, owner.
+
+    With --json also the depth by status and the oldest run waiting.
+    """
     where = where_from(home, project)
     with _open(where, coordination, DEFAULT_LEASE_TTL_S) as rt:
         rows = rt.queue(limit)
-    if as_json:
-        print_json({"runs": [_row_json(r) for r in rows]})
+        depth = rt.coordinator().depth() if as_json else None
+    if depth is not None:
+        oldest = depth.oldest_queued
+        print_json(
+            {
+                "runs": [_row_json(r) for r in rows],
+                "depth": {"queued": depth.queued, "running": depth.running, "done": depth.done},
+                "oldest_queued": None if oldest is None else _row_json(oldest),
+            }
+        )
         return
     for r in rows:
         outcome = r.outcome or "-"
@@ -163,6 +188,15 @@ def queue(
             f"{r.id}\t{r.status}\t{outcome}\tattempts={r.attempts}\t{r.session_id or '-'}"
             f"\t{r.owner or '-'}\t{clipped(r.prompt, 40)}"
         )
+
+
+_SAY_LOCK = threading.Lock()
+
+
+def _say(line: str) -> None:
+    """Print one line of the serving loop (its threads print whole lines, one at a time)."""
+    with _SAY_LOCK:
+        print(line, flush=True)
 
 
 @app.command()
@@ -177,6 +211,8 @@ def serve(
         float,
         typer.Option(metavar="SECONDS", min=0, help="on SIGTERM, wait this long for runs"),
     ] = 30.0,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
     coordination: Coordination = None,
     home: Home = None,
     project: Project = None,
@@ -197,7 +233,8 @@ def serve(
             concurrency=concurrency,
             stop=stop,
             drain_s=drain,
-            on_event=lambda line: print(line, flush=True),
+            on_event=_say,
+            metrics_address=None if metrics_port is None else (metrics_host, metrics_port),
         )
     except BaseException:
         rt.close()

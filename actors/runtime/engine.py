@@ -288,7 +288,12 @@ class Engine:
             raise SessionBusy(f"session {session_id} is leased by another clew process")
 
     def release(self, session_id: str) -> None:
-        """Release the session's owner lock and lease if this engine holds them."""
+        """Release the session's owner lock and lease if this engine holds them, and stop
+        its task manager (a process serving run after run keeps no thread, file or
+        connection per session it ever ran; the next run starts one again)."""
+        tm = self._task_managers.pop(session_id, None)
+        if tm is not None:
+            stop_task_manager(tm)
         lock = self._locks.pop(session_id, None)
         if lock is not None:
             self.leases.release(session_id)

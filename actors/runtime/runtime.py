@@ -379,8 +379,10 @@ class Runtime:
         concurrency: int = 1,
         stop: threading.Event | None = None,
         poll_s: float = 0.2,
+        idle_poll_s: float = 5.0,
         drain_s: float = 30.0,
         on_event: Callable[[str], None] | None = None,
+        metrics_address: tuple[str, int] | None = None,
     ) -> ServeReport:
         """Take queued runs and recover dead peers' runs until ``stop`` is set.
 
@@ -388,9 +390,12 @@ class Runtime:
         start and every third of the lease ttl it adopts the runs of processes whose
         leases expired and resumes them. Once ``stop`` is set it takes nothing more and
         waits up to ``drain_s`` for the runs in progress (the report lists any left).
+        A coordinator that pushes wake-ups (PostgreSQL: ``LISTEN``) is polled only every
+        ``idle_poll_s``, else every ``poll_s``. ``metrics_address`` ``(host, port)``:
+        serve ``/metrics`` and ``/healthz`` there while serving (docs/serve.md).
 
         Raises:
-            UsageError: ``concurrency`` < 1.
+            UsageError: ``concurrency`` < 1, or the metrics address cannot be bound.
         """
         from actors.runtime.serving import Recipes, Server  # noqa: PLC0415 - see the imports
 
@@ -401,7 +406,9 @@ class Runtime:
             recipes or Recipes(),
             concurrency=concurrency,
             poll_s=poll_s,
+            idle_poll_s=idle_poll_s,
             drain_s=drain_s,
             on_event=on_event,
+            metrics_address=metrics_address,
         )
         return server.serve(stop or threading.Event())

@@ -13,9 +13,11 @@ so are the model specs ``clew run --model`` takes (``scripted:PATH``, ``openai:<
 its own environment. A name no recipe source knows is refused when it is submitted.
 
 **The loop** takes queued runs and recovers the runs of dead peers. One :class:`Server`
-per process. Its loop, every ``poll_s``:
+per process. Its loop, woken by the coordinator when a run may have become takeable
+(PostgreSQL's ``LISTEN``; else every ``poll_s``), by a run of its own ending, or at the
+latest every ``idle_poll_s``:
 
-1. **Recover** (at start, then every third of the lease ttl): a queued run whose owner's
+1. **Recover** (at start, then every third of the lease ttl, 2 s at most): a run whose owner's
    worker lease expired is *adopted* (one compare-and-set: exactly one live process wins
    it). If its run had started, the session is resumed through the ordinary resume path
    (recorded model replies are served from the log, never asked again; a non-idempotent
@@ -30,6 +32,9 @@ Every session a run executes in is held through its lease (``Engine.own``) and t
 worker lease says the process is alive; the heartbeat renews both. ``stop`` (SIGTERM for
 ``clew serve``) ends the taking at once, then waits up to ``drain_s`` for the runs in
 progress; what is still running then is left to the caller (see docs/serve.md).
+
+:class:`ServeMetrics` counts what the loop does for an operator (``clew serve
+--metrics-port``: Prometheus text format and a health check, :mod:`actors.observe.metrics`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from actors.errors import SessionBusy, UsageError
 from actors.models.chains import ModelArg
 from actors.models.specs import is_model_spec, model_of_spec
 from actors.models.tools import Tool
+from actors.observe.metrics import Labels, Metrics, MetricsServer
 from actors.orchestration.team import Team
 from actors.runtime.config import RunConfig
 from actors.runtime.coord.protocol import Coordinator, QueuedRun, RunSpec, worker_lease
@@ -55,10 +61,23 @@ from actors.runtime.recovery import resume, resume_ready
 from actors.runtime.start import create_session, fresh_session_id, start_run
 from actors.runtime.status import main_runs
 from eventlog.errors import ClewError, quoted
+from eventlog.events import ModelFailed, ModelResponded
 from eventlog.ids import is_main_run
 from eventlog.logs import get_logger
+from eventlog.records import StoredEvent
+from eventlog.request_events import ModelRequested
 
 _log = get_logger("clew.serve")
+
+#: The longest wait between two recovery scans: a dead peer's runs are adopted within
+#: the lease ttl plus this (a third of the ttl when that is shorter).
+_RECOVERY_PERIOD_MAX_S = 2.0
+
+#: Model calls timed at once, at most (more: calls of interrupted runs never answered).
+_OPEN_CALLS_MAX = 10_000
+
+#: Threads resuming adopted runs at once, at most (started as needed).
+_RECOVERY_THREADS = 64
 
 
 # --- recipes ------------------------------------------------------------------------------
@@ -198,6 +217,62 @@ class ServeReport:
     running: list[int] = field(default_factory=list)
 
 
+class ServeMetrics:
+    """What one serving process did, for ``/metrics``; the queue depth and the leases are
+    read when scraped. Model-call latency: from a ``model_requested`` commit to the
+    commit of its reply or failure, in this process."""
+
+    def __init__(self, server: Server) -> None:
+        self.registry = m = Metrics()
+        self.started = m.counter(
+            "clew_serve_runs_started_total", "Queued runs this process started"
+        )
+        self.completed = m.counter(
+            "clew_serve_runs_completed_total", "Queued runs this process ended completed"
+        )
+        self.failed = m.counter(
+            "clew_serve_runs_failed_total",
+            "Queued runs this process ended otherwise (label: the outcome)",
+        )
+        self.recoveries = m.counter(
+            "clew_serve_recoveries_total", "Runs of dead processes this process adopted"
+        )
+        m.gauge(
+            "clew_serve_runs_in_progress", "Runs this process has in progress", server.in_progress
+        )
+        m.gauge(
+            "clew_serve_leases_held",
+            "Leases this process held at its last renewal",
+            server.leases_held,
+        )
+        m.gauge("clew_queue_depth", "Rows of the run queue by status", server.depth_by_status)
+        self.latency = m.histogram(
+            "clew_model_call_seconds", "Model-call latency: request committed to reply committed"
+        )
+        self._calls: dict[tuple[str | None, str | None, int, int], float] = {}
+
+    def ended(self, outcome: str) -> None:
+        """Count a queued run ended with ``outcome``."""
+        if outcome == "completed":
+            self.completed.inc()
+        else:
+            self.failed.inc(outcome=outcome)
+
+    def on_commit(self, events: list[StoredEvent]) -> None:
+        """The writer's listener: time each model call (quick, never blocks)."""
+        now = time.monotonic()
+        for stored in events:
+            e = stored.event
+            if isinstance(e, ModelRequested | ModelResponded | ModelFailed):
+                key = (stored.run_id, stored.agent_id, e.call_index, e.attempt)
+                if isinstance(e, ModelRequested):
+                    if len(self._calls) > _OPEN_CALLS_MAX:  # calls of runs cut off: forget
+                        self._calls.clear()
+                    self._calls[key] = now
+                elif (at := self._calls.pop(key, None)) is not None:
+                    self.latency.observe(now - at)
+
+
 class Server:
     """Take queued runs and recover dead peers' runs until stopped."""
 
@@ -208,14 +283,18 @@ class Server:
         *,
         concurrency: int = 1,
         poll_s: float = 0.2,
+        idle_poll_s: float = 5.0,
         drain_s: float = 30.0,
         on_event: Callable[[str], None] | None = None,
+        metrics_address: tuple[str, int] | None = None,
     ) -> None:
         self.engine = engine
         self.recipes = recipes.with_demo()
         self.concurrency = concurrency
         self.poll_s = poll_s
+        self.idle_poll_s = idle_poll_s
         self.drain_s = drain_s
+        self.metrics_address = metrics_address
         self._say = on_event or (lambda _line: None)
         leases = engine.leases
         coord = leases.coordinator(create=True)
@@ -227,25 +306,88 @@ class Server:
         self._active: dict[Future[None], int] = {}
         self._busy: dict[int, QueuedRun] = {}  # adopted, session lease not free yet
         self._left: set[int] = set()  # orphans left for a process with their recipes
+        #: Set when a run may have become takeable (a notification, a run of ours ended).
+        self._wake = threading.Event()
+        self.metrics = ServeMetrics(self)
+        self._state = "starting"
+        self._tick = time.monotonic()
 
     def serve(self, stop: threading.Event) -> ServeReport:
         """Run until ``stop`` is set; return what was done."""
         self.coord.acquire(worker_lease(self.owner), self.owner, self.ttl)
         self._say(f"serving as {self.owner} (lease ttl {self.ttl:g} s)")
+        endpoint = self._open_metrics()
+        unsubscribe = self.engine.writer.subscribe(self.metrics.on_commit)
+        # Pushed wake-ups: poll only as a fallback (what no notification announces).
+        poll = self.idle_poll_s if self.coord.listen(self._wake.set) else self.poll_s
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="clew-serve")
-        next_recovery = 0.0
+        # Adopted runs go on at once, not behind the runs this process is running nor
+        # behind each other (a thread each: as many as the dead peers had in progress).
+        recovering = ThreadPoolExecutor(_RECOVERY_THREADS, thread_name_prefix="clew-recover")
+        next_recovery = next_take = 0.0
+        self._state = "serving"
         try:
             while not stop.is_set():
-                if time.monotonic() >= next_recovery:
-                    self._recover(pool)
-                    next_recovery = time.monotonic() + self.ttl / 3
-                self._take(pool, stop)
-                stop.wait(self.poll_s)
+                self._tick = now = time.monotonic()
+                if now >= next_recovery:
+                    self._recover(recovering)
+                    next_recovery = time.monotonic() + min(self.ttl / 3, _RECOVERY_PERIOD_MAX_S)
+                if self._wake.is_set() or now >= next_take:
+                    self._wake.clear()
+                    self._take(pool, stop)
+                    next_take = now + poll
+                # Short waits: ``stop`` is the caller's event and nothing sets _wake for it.
+                self._wake.wait(max(0.0, min(self.poll_s, next_take - now, next_recovery - now)))
         finally:
+            self._state = "draining"
             pool.shutdown(wait=False, cancel_futures=True)
+            recovering.shutdown(wait=False, cancel_futures=True)
             wait(list(self._active), timeout=self.drain_s)
             self.report.running = sorted(q for f, q in self._active.items() if not f.done())
+            self._state = "stopped"
+            unsubscribe()
+            if endpoint is not None:
+                endpoint.close()
         return self.report
+
+    def _open_metrics(self) -> MetricsServer | None:
+        if self.metrics_address is None:
+            return None
+        host, port = self.metrics_address
+        try:
+            endpoint = MetricsServer(self.metrics.registry, self.health, host=host, port=port)
+        except OSError as e:
+            raise UsageError(f"cannot serve metrics on {host}:{port}: {e.strerror or e}") from e
+        bound_host, bound_port = endpoint.address
+        self._say(f"metrics on http://{bound_host}:{bound_port}/metrics")
+        return endpoint
+
+    # --- what the metrics read --------------------------------------------------------
+
+    def health(self) -> tuple[bool, dict[str, object]]:
+        """Alive while the loop turns (it turns at least every ``poll_s``)."""
+        since = time.monotonic() - self._tick
+        alive = self._state == "serving" and since < max(5.0, 10 * self.poll_s)
+        return alive, {
+            "status": "ok" if alive else self._state,
+            "owner": self.owner,
+            "runs_in_progress": self.in_progress(),
+            "loop_seconds_ago": round(since, 3),
+            "coordination": self.coord.location,
+        }
+
+    def in_progress(self) -> float:
+        return float(sum(1 for f in list(self._active) if not f.done()))
+
+    def leases_held(self) -> float:
+        return float(self.engine.leases.held())
+
+    def depth_by_status(self) -> dict[Labels, float]:
+        depth = self.coord.depth(count_done=False)  # scraped often: two index counts
+        return {
+            (("status", "queued"),): depth.queued,
+            (("status", "running"),): depth.running,
+        }
 
     def _reap(self) -> None:
         for fut in [f for f in self._active if f.done()]:
@@ -258,7 +400,14 @@ class Server:
             if entry is None:
                 return
             self._say(f"took queued run {entry.id}")
-            self._active[pool.submit(self._guarded, self._execute, entry)] = entry.id
+            self._submit(pool, self._execute, entry)
+
+    def _submit(
+        self, pool: ThreadPoolExecutor, job: Callable[[QueuedRun], None], entry: QueuedRun
+    ) -> None:
+        future = pool.submit(self._guarded, job, entry)
+        self._active[future] = entry.id
+        future.add_done_callback(lambda _f: self._wake.set())  # a free slot: take at once
 
     def _recover(self, pool: ThreadPoolExecutor) -> None:
         self._reap()
@@ -269,10 +418,11 @@ class Server:
                 continue
             adopted = self.coord.adopt(orphan.id, orphan.owner, self.owner)
             if adopted is not None:
+                self.metrics.recoveries.inc()
                 self._say(f"adopted queued run {orphan.id} of {orphan.owner}")
                 candidates.append(adopted)
         for entry in candidates:
-            self._active[pool.submit(self._guarded, self._recover_one, entry)] = entry.id
+            self._submit(pool, self._recover_one, entry)
 
     def _lacks(self, orphan: QueuedRun) -> bool:
         """True when this process lacks a recipe ``orphan`` names: adopting it would end
@@ -304,6 +454,7 @@ class Server:
                 e = ClewError(f"{type(e).__name__}: {e}")
             _log.warning("queued run failed", queue_id=entry.id, error=str(e))
             self.coord.finish(entry.id, self.owner, "error", run=None, error=str(e))
+            self.metrics.ended("error")
             self.report.done.append(entry.id)
 
     def _context(self, session_id: str) -> RecipeContext:
@@ -330,8 +481,11 @@ class Server:
         else:
             config = self.recipes.build(spec, self._context(sid))
         self.coord.attach(entry.id, self.owner, sid, len(main_runs(engine, sid)))
-        outcome = start_run(engine, sid, spec.prompt, config, watch=False).result()
+        handle = start_run(engine, sid, spec.prompt, config, watch=False)
+        self.metrics.started.inc()
+        outcome = handle.result()
         self.coord.finish(entry.id, self.owner, outcome.status, run=outcome.run_id, error=None)
+        self.metrics.ended(outcome.status)
         self.report.done.append(entry.id)
         self._say(f"queued run {entry.id}: {outcome.status} (session {sid})")
 
@@ -352,6 +506,7 @@ class Server:
                 self._busy[entry.id] = entry  # its old lease has not expired yet
                 return
             config = self.recipes.build(entry.spec(), self._context(sid))
+            self._say(f"resuming queued run {entry.id} (session {sid})")
             try:
                 outcome = resume(self.engine, resume_ready(self.engine, sid), config)
             except SessionBusy:
@@ -359,5 +514,6 @@ class Server:
                 return
             status, run_id = outcome.status, outcome.run_id
         self.coord.finish(entry.id, self.owner, status, run=run_id, error=None)
+        self.metrics.ended(status)
         self.report.recovered.append(entry.id)
         self._say(f"recovered queued run {entry.id}: {status} (session {sid})")

@@ -516,7 +516,9 @@ class Session:
         return task_wals(self._engine, self.id)
 
     def task_manager(self) -> TaskManagerProxy:
-        """Return the session's task manager actor (one per session, started lazily)."""
+        """Return the session's task manager actor (one per session, started lazily;
+        stopped when the runtime releases the session — after each run — since another
+        process may write its Task WALs next: ask for it again then)."""
         return self._engine.task_manager(self.id)
 
     # --- ownership ------------------------------------------------------------------------

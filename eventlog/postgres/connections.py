@@ -2,14 +2,19 @@
 
 Readers use an autocommit connection per thread (each statement sees what committed
 before it); the writer actor has one connection of its own whose transactions are the
-group commits. ``read_only`` connections are opened with
-``default_transaction_read_only=on``, so the server itself refuses a write.
+group commits. Connections are pooled: a thread's reader goes back to the pool when the
+thread ends, and so does a connection a caller gives back (a Task WAL's, when the WAL is
+closed), so a serving process running run after run — each on fresh threads — reuses a
+few connections instead of opening (and leaking) some per run. ``read_only`` connections
+are opened with ``default_transaction_read_only=on``, so the server itself refuses a
+write.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +26,9 @@ except ImportError as e:  # pragma: no cover - the extra is installed in the tes
     raise ImportError("the PostgreSQL store needs psycopg 3: pip install 'clew[postgres]'") from e
 
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
+
+#: Idle connections kept per kind (autocommit or not) for the next ``connect``.
+MAX_IDLE = 8
 
 #: The first row whose classes match gives the sentence (as in eventlog.sqlite.transaction).
 TRANSLATIONS: tuple[tuple[tuple[type[Exception], ...], str], ...] = (
@@ -81,16 +89,39 @@ class Connections:
         self._local = threading.local()
         self._write: psycopg.Connection[Any] | None = None
         self._all: list[psycopg.Connection[Any]] = []
+        self._idle: dict[bool, list[psycopg.Connection[Any]]] = {True: [], False: []}
         self._lock = threading.Lock()
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
-        """Return a new connection of the caller's own (closing it is the caller's job)."""
+        """Return a connection of the caller's own: an idle pooled one, else a new one.
+
+        The caller closes it or hands it back with :meth:`give_back`.
+        """
+        with self._lock:
+            idle = self._idle[autocommit]
+            while idle:
+                conn = idle.pop()
+                if not conn.closed:
+                    return conn
         options = "-c default_transaction_read_only=on" if self.read_only else ""
         with translate_errors(f"connecting to {redact(self.url)}"):
             conn = psycopg.connect(self.url, autocommit=autocommit, options=options)
         with self._lock:
             self._all.append(conn)
         return conn
+
+    def give_back(self, conn: psycopg.Connection[Any]) -> None:
+        """Keep ``conn`` for a later :meth:`connect`; close it if it is not idle (a
+        transaction left open, a broken connection) or the pool is full."""
+        idle = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with self._lock:
+            pool = self._idle[conn.autocommit] if idle else []
+            if idle and len(pool) < MAX_IDLE and any(c is conn for c in self._all):
+                pool.append(conn)
+                return
+            self._all = [c for c in self._all if c is not conn]
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
 
     @contextmanager
     def snapshot(self) -> Iterator[psycopg.Connection[Any] | None]:
@@ -121,6 +152,10 @@ class Connections:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
             conn = self._local.conn = self.connect()
+            # The thread's locals die with it, and this token with them: the reader then
+            # goes back to the pool for the next thread.
+            self._local.token = token = _ThreadToken()
+            weakref.finalize(token, self.give_back, conn)
         return conn
 
     def writer(self) -> psycopg.Connection[Any]:
@@ -133,8 +168,13 @@ class Connections:
         """Close every connection this object opened (any thread's)."""
         with self._lock:
             conns, self._all = self._all, []
+            self._idle = {True: [], False: []}
         for conn in conns:
             with contextlib.suppress(psycopg.Error):
                 conn.close()
         self._write = None
         self._local = threading.local()
+
+
+class _ThreadToken:
+    """An object only a thread's locals refer to (its finalizer runs when the thread ends)."""

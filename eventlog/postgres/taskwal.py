@@ -152,7 +152,7 @@ class PgWalAppender:
         return records
 
     def close(self) -> None:
-        """Close the connection; a later append opens a new one."""
+        """Give the connection back to the store's pool; a later append takes one again."""
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            conn.close()
+            self._wals.connections.give_back(conn)

@@ -51,7 +51,7 @@ def _as_postgres(argv: list[str]) -> list[str]:
     return argv
 
 
-def start_server(bin_dir: Path, *, fsync: bool = False) -> str:
+def start_server(bin_dir: Path, *, fsync: bool = False, max_connections: int = 200) -> str:
     """Start a throwaway server and return its URL; it stops when this process exits.
 
     ``fsync=True`` (the benchmarks): a durable server, ``fsync=on`` and
@@ -65,7 +65,10 @@ def start_server(bin_dir: Path, *, fsync: bool = False) -> str:
     initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
     subprocess.run(_as_postgres([*initdb, "-E", "UTF8"]), check=True, capture_output=True)
     durable = "-c fsync=on -c synchronous_commit=on" if fsync else "-c fsync=off"
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 {durable} -c max_connections=200"
+    options = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 {durable}"
+        f" -c max_connections={max_connections}"
+    )
     ctl = str(bin_dir / "pg_ctl")
     log = str(root / "server.log")
     subprocess.run(

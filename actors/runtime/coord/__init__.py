@@ -1,7 +1,7 @@
 """Coordination of several runtime processes: session leases and the run queue.
 
 Modules: ``protocol`` (the ``Leases`` and ``RunQueue`` protocols, ``Lease``,
-``QueuedRun``, ``RunSpec``) · ``sql`` (both contracts as SQL statements and row
+``QueuedRun``, ``QueueDepth``, ``RunSpec``) · ``sql`` (both contracts as SQL statements and row
 decoding, written once) · ``sqlite`` (its dialect: a coordination SQLite file in the
 home, ``coord.sqlite``) · ``postgres`` (its dialect: tables of a PostgreSQL database;
 psycopg is imported lazily) · ``location`` (``open_coordinator``: the one seam from a
@@ -16,6 +16,7 @@ from actors.runtime.coord.protocol import (
     Coordinator,
     Lease,
     Leases,
+    QueueDepth,
     QueuedRun,
     RunQueue,
     RunSpec,
@@ -30,6 +31,7 @@ __all__ = [
     "Heartbeat",
     "Lease",
     "Leases",
+    "QueueDepth",
     "QueuedRun",
     "RunQueue",
     "RunSpec",

@@ -23,6 +23,8 @@ class Heartbeat:
         self.leases = leases
         self.owner = owner
         self.ttl = ttl
+        #: How many leases the last successful renewal extended.
+        self.held = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="clew-heartbeat", daemon=True)
         self._thread.start()
@@ -30,7 +32,7 @@ class Heartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
-                self.leases.renew(self.owner, self.ttl)
+                self.held = len(self.leases.renew(self.owner, self.ttl))
             except StoreError as e:
                 _log.warning("lease renewal failed", owner=self.owner, error=str(e))
 

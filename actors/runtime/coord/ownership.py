@@ -120,6 +120,11 @@ class SessionLeases:
         lease = coord.holder(session_id)
         return lease is not None and lease.owner != self.owner and not self._dead(lease)
 
+    def held(self) -> int:
+        """How many leases this owner held at the heartbeat's last renewal (0: none yet)."""
+        heartbeat = self._heartbeat
+        return heartbeat.held if heartbeat is not None else 0
+
     def _dead(self, lease: Lease) -> bool:
         return lease.owner != self.owner and owner_is_dead_here(lease.owner)
 

@@ -8,6 +8,14 @@ statements): workers never wait on each other's candidate rows and never take th
 one. This module holds the connection, the transaction, the schema lock and the
 placeholder style (psycopg's ``%s``). psycopg is imported when the first coordinator is
 opened (the ``postgres`` extra).
+
+**Wake-ups.** A submit, a requeue and a finish send ``NOTIFY clew_run_queue`` in their
+transaction (delivered when it commits). :meth:`PostgresCoordinator.listen` holds one
+more connection, ``LISTEN``-ing on a thread of its own, and wakes the serving loop on
+each: an idle serve costs the database no statement until there is work (it still
+polls, rarely, for what no notification announces: a session lease expiring). A
+listening connection that breaks is opened again, and the loop woken once, in case a
+notification was lost meanwhile.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from actors.runtime.coord.sql import Execute, SQLCoordinator, schema
+from actors.runtime.coord.sql import QUEUE_CHANNEL, Execute, SQLCoordinator, schema
 from eventlog.errors import StoreError
+from eventlog.logs import get_logger
 
 if TYPE_CHECKING:
     import psycopg
@@ -33,6 +42,11 @@ _SCHEMA = schema(
 #: Several processes may create the tables at once; the advisory lock serialises them
 #: (``CREATE … IF NOT EXISTS`` alone races on the catalogue). The key is arbitrary.
 _SCHEMA_LOCK = 0x636C6577
+
+_log = get_logger("clew.coord")
+
+#: Seconds between two attempts to listen again after the listening connection broke.
+_RELISTEN_S = 1.0
 
 _TABLES_PRESENT = (
     "SELECT to_regclass('clew_leases') IS NOT NULL AND to_regclass('clew_run_queue') IS NOT NULL"
@@ -61,6 +75,7 @@ class PostgresCoordinator(SQLCoordinator):
     """Leases and the run queue on a PostgreSQL database shared by many processes."""
 
     lock_candidate = " FOR UPDATE SKIP LOCKED"
+    notify_work = f"NOTIFY {QUEUE_CHANNEL}"
 
     def __init__(self, url: str, *, clock: Callable[[], float] = time.time) -> None:
         """Connect to ``url`` and create the tables if they are missing.
@@ -70,7 +85,10 @@ class PostgresCoordinator(SQLCoordinator):
         """
         super().__init__(clock=clock)
         self.location = without_password(url)
+        self._url = url
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._listeners: list[threading.Thread] = []
         try:
             import psycopg  # noqa: PLC0415 - the optional extra, only when asked for
         except ImportError as e:
@@ -91,9 +109,37 @@ class PostgresCoordinator(SQLCoordinator):
                     execute(statement, ())
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection; stop listening."""
+        self._closed.set()
+        for thread in self._listeners:
+            thread.join()
         with self._lock:
             self._conn.close()
+
+    def listen(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake`` on every ``NOTIFY clew_run_queue``, from a thread of its own,
+        until :meth:`close`; True (the caller may poll rarely)."""
+        thread = threading.Thread(
+            target=self._listen, args=(wake,), name="clew-queue-listen", daemon=True
+        )
+        self._listeners.append(thread)
+        thread.start()
+        return True
+
+    def _listen(self, wake: Callable[[], None]) -> None:
+        import psycopg  # noqa: PLC0415 - imported by __init__ already
+
+        while not self._closed.is_set():
+            try:
+                with psycopg.connect(self._url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {QUEUE_CHANNEL}")
+                    wake()  # anything notified before LISTEN took effect
+                    while not self._closed.is_set():
+                        for _ in conn.notifies(timeout=0.5):
+                            wake()
+            except psycopg.Error as e:
+                _log.warning("listening for queued runs failed", error=str(e))
+                self._closed.wait(_RELISTEN_S)
 
     @contextmanager
     def _tx(self) -> Iterator[Execute]:

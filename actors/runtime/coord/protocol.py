@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 import msgspec
@@ -93,6 +94,17 @@ class QueuedRun(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class QueueDepth(msgspec.Struct, frozen=True, kw_only=True):
+    """How many rows of the queue are in each status, and the oldest one waiting."""
+
+    queued: int
+    running: int
+    #: None when not counted (``depth(count_done=False)``).
+    done: int | None
+    #: The oldest ``queued`` row (None: nothing waits).
+    oldest_queued: QueuedRun | None
+
+
 class Leases(Protocol):
     """Leases on named resources (sessions, serving processes) with expiry."""
 
@@ -164,6 +176,17 @@ class RunQueue(Protocol):
 
     def list_runs(self, limit: int = 100) -> list[QueuedRun]:
         """Return the newest ``limit`` rows, oldest first."""
+        ...
+
+    def depth(self, *, count_done: bool = True) -> QueueDepth:
+        """Return the rows by status and the oldest queued one (``count_done`` False:
+        the done rows, as many as the queue's history, are not counted)."""
+        ...
+
+    def listen(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake`` (from a thread of its own) whenever a run may have become
+        takeable — submitted, put back, or a run of its session finished — from any
+        process. Returns False when this queue cannot tell: the caller polls."""
         ...
 
 

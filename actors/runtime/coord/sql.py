@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from actors.runtime.coord.protocol import Lease, QueuedRun, RunSpec, worker_lease
+from actors.runtime.coord.protocol import Lease, QueueDepth, QueuedRun, RunSpec, worker_lease
 
 #: Runs one statement with its parameters and returns every row it produced (none for a
 #: statement without ``RETURNING``): what a dialect's transaction or read gives.
@@ -139,6 +139,11 @@ _GET = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue WHERE id = ?"
 
 _LIST = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue ORDER BY id DESC LIMIT ?"
 
+#: Rows of one status, counted on the ``(status, id)`` index.
+_COUNT = "SELECT count(*) FROM clew_run_queue WHERE status = ?"
+
+_OLDEST = f"SELECT {QUEUE_COLUMNS} FROM clew_run_queue WHERE status = 'queued' ORDER BY id LIMIT 1"
+
 
 def queued_run(values: Sequence[Any]) -> QueuedRun:
     """Decode one queue row (its columns in :data:`QUEUE_COLUMNS` order)."""
@@ -151,11 +156,19 @@ def lease(values: Sequence[Any]) -> Lease:
     return Lease(name=name, owner=owner, expires_at=expires_at)
 
 
+#: The channel a PostgreSQL coordinator notifies when a run may have become takeable.
+QUEUE_CHANNEL = "clew_run_queue"
+
+
 class SQLCoordinator(ABC):
     """The :class:`Coordinator` contract on the two tables; a dialect supplies the rest."""
 
     #: Appended to the candidate row's ``SELECT`` when taking a queued run.
     lock_candidate: ClassVar[str] = ""
+
+    #: Run in the transaction of a submit, a requeue or a finish (a run may now be
+    #: takeable): PostgreSQL's ``NOTIFY``, delivered to listeners when it commits.
+    notify_work: ClassVar[str | None] = None
 
     #: Where it lives: the coordination file's path or the database URL (no password).
     location: str
@@ -175,6 +188,15 @@ class SQLCoordinator(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close its connections."""
+
+    def listen(self, wake: Callable[[], None]) -> bool:
+        """Call ``wake`` when a run may have become takeable; False: this dialect cannot
+        tell (the caller polls), as SQLite."""
+        return False
+
+    def _work(self, execute: Execute) -> None:
+        if self.notify_work is not None:
+            execute(self.notify_work, ())
 
     # --- leases ------------------------------------------------------------------------
 
@@ -217,6 +239,7 @@ class SQLCoordinator(ABC):
         values = (spec.prompt, spec.session_id, spec.model, spec.tools, spec.team, self._clock())
         with self._tx() as execute:
             (row,) = execute(_SUBMIT, values)  # RETURNING of an INSERT returns its one row
+            self._work(execute)
         return queued_run(row)
 
     def take(self, owner: str) -> QueuedRun | None:
@@ -237,11 +260,13 @@ class SQLCoordinator(ABC):
         """Mark the queued run done with the run's ``outcome``."""
         with self._tx() as execute:
             execute(_FINISH, (outcome, run, error, self._clock(), run_id, owner))
+            self._work(execute)  # a run queued behind it in its session may start now
 
     def requeue(self, run_id: int, owner: str) -> None:
         """Put a run ``owner`` took back in the queue."""
         with self._tx() as execute:
             execute(_REQUEUE, (run_id, owner))
+            self._work(execute)
 
     def orphans(self) -> list[QueuedRun]:
         """Return the running rows whose owner's worker lease is gone or expired."""
@@ -266,3 +291,19 @@ class SQLCoordinator(ABC):
         with self._read() as execute:
             rows = execute(_LIST, (limit,))
         return [queued_run(r) for r in reversed(rows)]
+
+    def depth(self, *, count_done: bool = True) -> QueueDepth:
+        """Return the rows by status and the oldest queued one; ``count_done`` False
+        leaves the done rows uncounted (their count grows with the queue's history)."""
+        with self._read() as execute:
+            counts = {
+                status: int(execute(_COUNT, (status,))[0][0])
+                for status in ("queued", "running", *(("done",) if count_done else ()))
+            }
+            oldest = execute(_OLDEST, ())
+        return QueueDepth(
+            queued=counts["queued"],
+            running=counts["running"],
+            done=counts.get("done"),
+            oldest_queued=queued_run(oldest[0]) if oldest else None,
+        )

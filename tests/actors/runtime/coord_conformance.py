@@ -227,6 +227,49 @@ class CoordConformance:
             coord.submit(RunSpec(prompt=f"p{i}"))
         assert ["p2", "p3", "p4"] == [r.prompt for r in coord.list_runs(3)]
 
+    def test_depth_counts_each_status_and_names_the_oldest_waiting_run(
+        self, coord: Coordinator
+    ) -> None:
+        empty = coord.depth()
+        assert (0, 0, 0, None) == (empty.queued, empty.running, empty.done, empty.oldest_queued)
+        rows = [coord.submit(RunSpec(prompt=f"p{i}")) for i in range(4)]
+        coord.take("a")
+        coord.take("a")
+        coord.finish(rows[0].id, "a", "completed", run=None, error=None)
+
+        depth = coord.depth()
+        quick = coord.depth(count_done=False)
+
+        assert (2, 1, 1) == (depth.queued, depth.running, depth.done)
+        assert depth.oldest_queued is not None
+        assert (rows[2].id, "queued") == (depth.oldest_queued.id, depth.oldest_queued.status)
+        assert (2, 1, None) == (quick.queued, quick.running, quick.done)
+
+    def test_a_listener_is_woken_by_a_submit_a_requeue_and_a_finish_of_another_handle(
+        self, make_coord: CoordFactory, clock: Clock
+    ) -> None:
+        listener, other = make_coord(clock), make_coord(clock)
+        woken = threading.Event()
+        try:
+            if not listener.listen(woken.set):
+                return  # this backend cannot tell: its serving loop polls
+            assert woken.wait(5)  # once listening: anything missed before
+            for step in ("submit", "take", "requeue", "take", "finish"):
+                woken.clear()
+                if step == "submit":
+                    row = other.submit(RunSpec(prompt="p"))
+                elif step == "take":
+                    assert other.take("a") is not None
+                    continue
+                elif step == "requeue":
+                    other.requeue(row.id, "a")
+                else:
+                    other.finish(row.id, "a", "completed", run=None, error=None)
+                assert woken.wait(5), f"no wake-up after a {step}"
+        finally:
+            listener.close()
+            other.close()
+
 
 def _on_threads(handles: list[Coordinator], target: Callable[[int], None]) -> None:
     """Run ``target(i)`` for every handle on its own thread, wait, close the handles."""
