@@ -11,12 +11,13 @@ inside the commit of the k-th row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pydantic
 import scenario
 
-from actors import NothingToResume, Role, Runtime, Team, ToolContext, tool
+from actors import NothingToResume, Role, Runtime, Session, Team, ToolContext, tool
 from actors.models.providers import OpenAIChatModel
 
 NAME = "clew"
@@ -64,36 +65,56 @@ def team(trial: Path) -> Team:
     )
 
 
-def _last_answer(rt: Runtime, sid: str) -> str:
-    """Return the answer of the session's last ended run (a kill after ``run_ended``)."""
+def last_outcome(rt: Runtime, sid: str, key: str) -> str:
+    """Return ``key`` of the outcome of the session's last ended run (a kill after
+    ``run_ended``): ``summary`` for a Team's run, ``output`` for a framework agent's."""
     for ev in reversed(rt.store.read_events(sid)):
         if ev.event_type == "run_ended":
             outcome = getattr(ev.event, "outcome", None) or {}
-            return str(outcome.get("summary", ""))
+            return str(outcome.get(key, ""))
     return ""
 
 
-def run(mode: str, trial: Path, base_url: str) -> str:
-    """Run the scenario (``mode`` run) or recover it (``recover``); return the answer."""
-    home = trial / "store"
-    model = OpenAIChatModel("crash-model", base_url=base_url, api_key="crash")
+def durable_run(
+    mode: str,
+    trial: Path,
+    start: Callable[[Session], str],
+    resume: Callable[[Runtime, str], str],
+    outcome_key: str,
+) -> str:
+    """Run the scenario in a new session of the trial's home (``mode`` run), or recover it
+    (``recover``) the way docs/replay-and-recovery.md says: ``start`` again in the same
+    session if the kill came before ``run_started``, ``resume`` the interrupted run, or
+    the recorded answer if the kill came after ``run_ended``. Return the answer."""
     sid_file = trial / SESSION_FILE
-    rt = Runtime.from_env(home=str(home), project_dir=str(trial))
+    rt = Runtime.from_env(home=str(trial / "store"), project_dir=str(trial))
     try:
         scenario.ready()
         if mode == "recover" and sid_file.exists():
             sid = sid_file.read_text().strip()
             if not rt.main_runs(sid):  # killed before run_started: nothing to resume
-                return rt.session(sid).run(scenario.PROMPT, model=model, team=team(trial)).answer
-            try:  # docs/replay-and-recovery.md: resume finishes the interrupted run
-                return rt.resume(sid, model=model, team=team(trial)).answer
+                return start(rt.session(sid))
+            try:
+                return resume(rt, sid)
             except NothingToResume:  # killed after the run ended
-                return _last_answer(rt, sid)
+                return last_outcome(rt, sid, outcome_key)
         session = rt.new_session()
         sid_file.write_text(session.id)
-        return session.run(scenario.PROMPT, model=model, team=team(trial)).answer
+        return start(session)
     finally:
         rt.close()
+
+
+def run(mode: str, trial: Path, base_url: str) -> str:
+    """Run the scenario (``mode`` run) or recover it (``recover``); return the answer."""
+    model = OpenAIChatModel("crash-model", base_url=base_url, api_key="crash")
+    return durable_run(
+        mode,
+        trial,
+        lambda session: session.run(scenario.PROMPT, model=model, team=team(trial)).answer,
+        lambda rt, sid: rt.resume(sid, model=model, team=team(trial)).answer,
+        "summary",
+    )
 
 
 def committed(trial: Path) -> list[str]:

@@ -31,11 +31,9 @@ from agents import (
 from agents.tool_context import ToolContext
 from openai import AsyncOpenAI
 
-from actors import NothingToResume, Runtime
 from actors.openai_agents import DurableRunner, ToolPolicy, tool_context
 
 NAME = "clew + OpenAI Agents SDK"
-SESSION_FILE = sys_clew.SESSION_FILE
 committed = sys_clew.committed
 boundaries = sys_clew_pai.boundaries
 
@@ -85,20 +83,11 @@ def run(mode: str, trial: Path, base_url: str) -> str:
         scenario.ready()
         return str(asyncio.run(Runner.run(agent(trial, base_url), scenario.PROMPT)).final_output)
     desk = runner(trial, base_url)
-    sid_file = trial / SESSION_FILE
-    rt = Runtime.from_env(home=str(trial / "store"), project_dir=str(trial))
-    try:
-        scenario.ready()
-        if mode == "recover" and sid_file.exists():
-            sid = sid_file.read_text().strip()
-            if not rt.main_runs(sid):  # killed before run_started: nothing to resume
-                return str(desk.run_sync(scenario.PROMPT, session=rt.session(sid)).final_output)
-            try:  # docs/openai-agents.md "Resume after a crash"
-                return str(rt.resume(sid, agent=desk).output)
-            except NothingToResume:  # killed after the run ended
-                return sys_clew_pai.last_output(rt, sid)
-        session = rt.new_session()
-        sid_file.write_text(session.id)
-        return str(desk.run_sync(scenario.PROMPT, session=session).final_output)
-    finally:
-        rt.close()
+    return sys_clew.durable_run(
+        mode,
+        trial,
+        lambda session: str(desk.run_sync(scenario.PROMPT, session=session).final_output),
+        # docs/openai-agents.md "Resume after a crash"
+        lambda rt, sid: str(rt.resume(sid, agent=desk).output),
+        "output",
+    )

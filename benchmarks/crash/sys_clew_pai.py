@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import scenario
 import sys_clew
@@ -22,11 +21,9 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from actors import NothingToResume, Runtime
 from actors.pydantic_ai import DurableAgent, ToolPolicy, tool_context
 
 NAME = "clew + Pydantic AI"
-SESSION_FILE = sys_clew.SESSION_FILE
 
 
 def agent(trial: Path, base_url: str) -> Agent[None, str]:
@@ -71,36 +68,14 @@ def run(mode: str, trial: Path, base_url: str) -> str:
         scenario.ready()
         return str(agent(trial, base_url).run_sync(scenario.PROMPT).output)
     desk = durable(trial, base_url)
-    sid_file = trial / SESSION_FILE
-    rt = Runtime.from_env(home=str(trial / "store"), project_dir=str(trial))
-    try:
-        scenario.ready()
-        if mode == "recover" and sid_file.exists():
-            sid = sid_file.read_text().strip()
-            if not rt.main_runs(sid):  # killed before run_started: nothing to resume
-                return _answer(desk.run_sync(scenario.PROMPT, session=rt.session(sid)).output)
-            try:  # docs/pydantic-ai.md "Resume after a crash"
-                return _answer(rt.resume(sid, agent=desk).output)
-            except NothingToResume:  # killed after the run ended
-                return last_output(rt, sid)
-        session = rt.new_session()
-        sid_file.write_text(session.id)
-        return _answer(desk.run_sync(scenario.PROMPT, session=session).output)
-    finally:
-        rt.close()
-
-
-def _answer(output: Any) -> str:
-    return str(output)
-
-
-def last_output(rt: Runtime, sid: str) -> str:
-    """Return the output the session's last ended run recorded (a kill after ``run_ended``)."""
-    for ev in reversed(rt.store.read_events(sid)):
-        if ev.event_type == "run_ended":
-            outcome = getattr(ev.event, "outcome", None) or {}
-            return str(outcome.get("output", ""))
-    return ""
+    return sys_clew.durable_run(
+        mode,
+        trial,
+        lambda session: str(desk.run_sync(scenario.PROMPT, session=session).output),
+        # docs/pydantic-ai.md "Resume after a crash"
+        lambda rt, sid: str(rt.resume(sid, agent=desk).output),
+        "output",
+    )
 
 
 committed = sys_clew.committed
