@@ -48,7 +48,7 @@ MOVED: dict[str, str] = {
     # the summaries both front ends print moved to the read model (issue 30)
     "actors.cli.summaries": "actors.documents.summaries",  # since 0.2.0
     # issue 36: the framework bridge is shared by both framework integrations
-    "actors.pydantic_ai.run": "actors.recording.bridge",  # since 0.2.0
+    "actors.pydantic_ai.run": "actors.recording.bridge",  # since 0.3.0
 }
 
 
