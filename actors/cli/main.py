@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     # A process started with Ctrl-C ignored (nohup, a background job) keeps ignoring it.
     own = argv is None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     previous = signal.signal(signal.SIGINT, on_interrupt) if own else None
+    named = _completion_shell_named(args)
     try:
         args, BEFORE_COMMAND["store"] = lift_store_option(args)
         result = app(args=args, prog_name="clew", standalone_mode=False)
@@ -53,10 +54,30 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return code
     finally:
+        if named:
+            os.environ.pop(NAMED_SHELL, None)
         put_back(logs_before)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     return _exit_code(result)
+
+
+#: typer's switch from detecting the shell (the parent process) to taking it as a value.
+NAMED_SHELL = "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"
+COMPLETION_OPTIONS = ("--show-completion", "--install-completion")
+
+
+def _completion_shell_named(args: list[str]) -> bool:
+    """``clew --show-completion bash`` (docs/cli.md: ``[SHELL]``): with a shell named,
+    typer must take it rather than detect the parent process's shell (which it would do,
+    ignoring the name, and fail under a parent that is no shell). Return True when it was
+    switched for this call (:func:`main` switches it back)."""
+    if len(args) < 2 or args[0] not in COMPLETION_OPTIONS or args[1].startswith("-"):
+        return False
+    if NAMED_SHELL in os.environ:
+        return False
+    os.environ[NAMED_SHELL] = "1"
+    return True
 
 
 def _exit_code(result: object) -> int:

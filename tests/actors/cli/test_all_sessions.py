@@ -78,6 +78,9 @@ def test_shell_completion_completes_commands_and_session_ids(two: tuple[Where, l
     where, sids = two
     script = run_process(where, "--show-completion", "bash")
     assert "complete" in script.out and "_CLEW_COMPLETE" in script.out
+    # the shell named is the one printed, whatever the parent process is (not detected)
+    zsh = run_process(where, "--show-completion", "zsh")
+    assert zsh.out.startswith("#compdef clew"), zsh.err
     words = f"clew show --home {where.home} "
     completed = run_process(where, _CLEW_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD="4")
     assert ["last", *reversed(sids)] == completed.out.split()
