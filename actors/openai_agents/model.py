@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.agent_output import AgentOutputSchemaBase
 from agents.handoffs import Handoff
@@ -36,12 +36,13 @@ from actors.openai_agents.messages import (
     tool_specs,
     usage_of,
 )
-from actors.recording.bridge import Bridge
-from actors.recording.recorder import RunRecorder
-from actors.replay.requests import requested_event
-from eventlog.blocks import ContentBlock
-from eventlog.events import TokenUsage
-from eventlog.events import Usage as ClewUsage
+from actors.recording.framework_run import model_call
+
+if TYPE_CHECKING:
+    from actors.recording.bridge import Bridge
+    from actors.recording.recorder import RunRecorder
+    from eventlog.blocks import ContentBlock
+    from eventlog.events import Usage as ClewUsage
 
 #: A live model call: the response, and the stream's events (none for ``get_response``).
 Ask = Callable[[], Coroutine[Any, Any, tuple[ModelResponse, list[TResponseStreamEvent]]]]
@@ -167,32 +168,13 @@ class RecordedModel(Model):
         #: The live stream's events (none when the reply comes from the recording).
         streamed: list[TResponseStreamEvent] = []
 
+        def live() -> tuple[list[ContentBlock], str, ClewUsage]:
+            response, events = bridge.on_loop(ask())
+            streamed.extend(events)
+            return response_blocks(response), stop_reason(response), usage_of(response)
+
         def call(rec: RunRecorder) -> ModelResponse:
-            rec.call_index += 1
-            requested = requested_event(
-                request,
-                call_index=rec.call_index,
-                attempt=1,
-                request_digest=rec.request_hash(request),
-            )
-
-            def live() -> tuple[list[ContentBlock], str, ClewUsage]:
-                response, events = bridge.on_loop(ask())
-                streamed.extend(events)
-                return response_blocks(response), stop_reason(response), usage_of(response)
-
-            rec.checkpoint()
-            responded = rec.model_call(requested, live, request)
-            rec.emit(
-                TokenUsage(
-                    model=responded.model,
-                    role=self.role,
-                    phase="agent",
-                    call_index=responded.call_index,
-                    usage=responded.usage,
-                )
-            )
-            return response_of(responded.content)
+            return response_of(model_call(rec, request, self.role, live).content)
 
         response = await bridge.recorded(call)
         return response, streamed

@@ -97,7 +97,10 @@ class DurableAgent:
         self._policies = dict(tools or {})
         self._in_doubt = in_doubt_policy
         self._deps = deps
-        self._framework = Framework(PHASE, self.name, jsonable)
+
+    @property
+    def _framework(self) -> Framework:
+        return Framework(PHASE, self.name, jsonable)
 
     # --- live runs -------------------------------------------------------------------------
 

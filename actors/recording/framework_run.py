@@ -26,7 +26,7 @@ exceptions. Nothing here imports a framework.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -422,7 +422,7 @@ class ToolCall:
 
     started: ToolCallStarted
     #: Run the tool (a coroutine on the run's loop, its clew context set).
-    run: Callable[[], Coroutine[Any, Any, Any]]
+    run: Callable[[], Awaitable[Any]]
     #: The calling agent's name.
     role: str
     in_doubt: InDoubtPolicy
