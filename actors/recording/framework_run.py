@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -294,18 +294,8 @@ def _end(fw: Framework, rec: RunRecorder, drive: Drive[Any], value: Any) -> RunO
     text = output if isinstance(output, str) else msgspec.json.encode(output).decode()
     assert drive.conv is not None
     node = drive.conv.append("assistant", [TextBlock(text=text)])
-    rec.emit(AgentStatusChanged(agent_id=rec.agent_id, status="idle"))
-    rec.emit(
-        RunEnded(
-            run_id=rec.run_id,
-            status="completed",
-            end_reason="completed",
-            end_node_id=node,
-            turn_count=rec.call_index,
-            usage=rec.usage,
-            outcome={"status": "completed", "summary": text, "output": output},
-        )
-    )
+    outcome = {"status": "completed", "summary": text, "output": output}
+    _ended(rec, "completed", node, turn_count=rec.call_index, outcome=outcome)
     return RunOutcome(session_id=rec.session_id, run_id=rec.run_id, status="completed",
                       answer=text, active_node_id=node, output=value)  # fmt: skip
 
@@ -332,19 +322,19 @@ def _parked(rec: RunRecorder, drive: Drive[Any], e: RunParked) -> RunOutcome:
 def _failed(rec: RunRecorder, drive: Drive[Any], e: Exception) -> RunOutcome:
     tip = drive.conv.tip if drive.conv is not None else None
     error_type = getattr(e, "error_type", None) or type(e).__name__
-    rec.emit(AgentStatusChanged(agent_id=rec.agent_id, status="failed"))
-    rec.emit(
-        RunEnded(
-            run_id=rec.run_id,
-            status="failed",
-            end_reason="failed",
-            end_node_id=tip,
-            usage=rec.usage,
-            error={"type": error_type, "message": str(e)},
-        )
-    )
+    _ended(rec, "failed", tip, error={"type": error_type, "message": str(e)})
     return RunOutcome(session_id=rec.session_id, run_id=rec.run_id, status="failed",
                       error=f"{error_type}: {e}", active_node_id=tip)  # fmt: skip
+
+
+def _ended(
+    rec: RunRecorder, status: Literal["completed", "failed"], tip: str | None, **fields: Any
+) -> None:
+    """Record the agent's status and ``run_ended`` of a run that ``status`` at ``tip``."""
+    agent_status: Literal["idle", "failed"] = "idle" if status == "completed" else "failed"
+    rec.emit(AgentStatusChanged(agent_id=rec.agent_id, status=agent_status))
+    rec.emit(RunEnded(run_id=rec.run_id, status=status, end_reason=status, end_node_id=tip,
+                      usage=rec.usage, **fields))  # fmt: skip
 
 
 async def _stopped(
