@@ -21,7 +21,8 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("openai")
 
-from _oai_desk import ANSWER, PROMPT, Reply, _streamed, desk, ledger, openai_desk_reply
+from _framework_checks import ledger
+from _oai_desk import ANSWER, PROMPT, Reply, _streamed, desk, openai_desk_reply
 from _processes import child_env
 from fake_server import FakeServer
 from fake_server import Reply as ServerReply

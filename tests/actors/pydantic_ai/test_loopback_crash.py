@@ -15,8 +15,9 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("openai")
 
+from _framework_checks import ledger
 from _processes import child_env
-from _pyai_desk import PROMPT, Reply, desk, ledger, openai_desk_reply
+from _pyai_desk import PROMPT, Reply, desk, openai_desk_reply
 from fake_server import FakeServer
 
 from actors.runtime.runtime import Runtime
