@@ -9,7 +9,6 @@ same files, read with :func:`calls` and :func:`ledger`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -18,11 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-from _cli_helpers import Where, run_process
 from _processes import child_env
 
-from actors.errors import UsageError
 from actors.runtime.runtime import Runtime
 
 #: The model calls of an uninterrupted run of the desk.
@@ -76,106 +72,12 @@ def check_every_step_recorded(rt: Runtime, sid: str, workdir: Path) -> None:
     assert "completed" == run.status
 
 
-def check_idempotency_key_unique(rt: Runtime, desk: Desk, workdir: Path) -> None:
-    """Check two runs of one agent refund under two keys."""
-    agent = desk.make(workdir)
-    agent.run_sync(desk.prompt, session=rt.new_session())
-    agent.run_sync(desk.prompt, session=rt.new_session())
-    assert 2 == len({line["key"] for line in ledger(workdir)})
-
-
 def check_replay_identical(rt: Runtime, sid: str, agent: Any, workdir: Path) -> None:
     """Check a replay of the desk's run with ``agent`` is identical and asks nothing."""
     report = rt.replay(sid, agent=agent)
     assert report.identical, report.summary()
     assert 3 == calls(workdir)
     assert 1 == len(ledger(workdir))
-
-
-def check_changed_instructions_diverge(rt: Runtime, desk: Desk, workdir: Path) -> None:
-    """Check changed instructions are a readable divergence."""
-    session = rt.new_session()
-    desk.make(workdir).run_sync(desk.prompt, session=session)
-    report = rt.replay(session.id, agent=desk.make(workdir, instructions="You are a rude desk."))
-    assert not report.identical
-    assert "model_requested" in report.summary()
-    assert "rude" in report.summary()
-
-
-def check_changed_tool_diverges(rt: Runtime, desk: Desk, workdir: Path) -> None:
-    """Check a changed tool is a divergence."""
-    session = rt.new_session()
-    desk.make(workdir).run_sync(desk.prompt, session=session)
-    report = rt.replay(session.id, agent=desk.make(workdir, lookup_doc="Find an order."))
-    assert not report.identical
-    assert "model_requested" in report.summary()
-
-
-def check_replay_without_agent_refused(rt: Runtime, desk: Desk, workdir: Path) -> None:
-    """Check a replay not handed the agent says to pass it."""
-    session = rt.new_session()
-    desk.make(workdir).run_sync(desk.prompt, session=session)
-    with pytest.raises(UsageError, match="pass that agent"):
-        rt.replay(session.id)
-
-
-def check_replay_from_async_code(rt: Runtime, desk: Desk, workdir: Path) -> None:
-    """Check a replay called from an ``async`` application runs."""
-    session = rt.new_session()
-    agent = desk.make(workdir)
-
-    async def app() -> bool:
-        await agent.run(desk.prompt, session=session)
-        return bool(rt.replay(session.id, agent=agent).identical)
-
-    assert asyncio.run(app())
-
-
-# --- a wait for a person's approval -------------------------------------------------------
-
-
-def waiting_for_approval(tmp_path: Path, desk: Desk, failed: type[Exception]) -> str:
-    """Run the desk whose refund needs approval to its wait; return the session's id
-    (``failed``: the integration's ``DurableRunFailed``)."""
-    with Runtime(tmp_path / "home", tmp_path) as rt:
-        session = rt.new_session()
-        with pytest.raises(failed) as raised:
-            desk.make(tmp_path, approval=True).run_sync(desk.prompt, session=session)
-        outcome = raised.value.outcome  # type: ignore[attr-defined]
-        assert "waiting" == outcome.status
-        assert ["issue_refund"] == [p.tool_name for p in outcome.pending]
-        assert ["call-2"] == [p.tool_call_id for p in rt.pending(session.id)]
-        assert [] == ledger(tmp_path)
-        return session.id
-
-
-def check_approved_elsewhere_resumes(tmp_path: Path, desk: Desk, sid: str) -> None:
-    """Check ``clew approve`` in another process lets a resume refund, once."""
-    approved = run_process(Where(tmp_path / "home", tmp_path), "approve", sid, "call-2")
-    assert 0 == approved.code, approved.err
-    with Runtime(tmp_path / "home", tmp_path) as rt:
-        outcome = rt.resume(sid, agent=desk.make(tmp_path, approval=True))
-        assert "completed" == outcome.status, outcome.error
-        assert desk.answer == outcome.output
-        assert 1 == len(ledger(tmp_path))
-        assert 3 == calls(tmp_path)  # the two answered before the wait are not asked again
-        report = rt.replay(sid, agent=desk.make(tmp_path, approval=True))
-        assert report.identical, report.summary()
-        assert rt.verify(sid).ok
-
-
-def check_denied_never_runs(tmp_path: Path, desk: Desk, sid: str) -> None:
-    """Check a call ``clew deny`` denied never runs, and the model is told."""
-    denied = run_process(Where(tmp_path / "home", tmp_path), "deny", sid, "call-2",
-                         "--reason", "no refunds today")  # fmt: skip
-    assert 0 == denied.code, denied.err
-    with Runtime(tmp_path / "home", tmp_path) as rt:
-        outcome = rt.resume(sid, agent=desk.make(tmp_path, approval=True))
-        assert "completed" == outcome.status, outcome.error
-        assert [] == ledger(tmp_path)
-        failed = [e.event for e in rt.store.iter_events(sid) if e.event_type == "tool_failed"]
-        assert ["ApprovalDenied"] == [f.error_type for f in failed]
-        assert rt.replay(sid, agent=desk.make(tmp_path, approval=True)).identical
 
 
 # --- a crash and its resume ---------------------------------------------------------------
