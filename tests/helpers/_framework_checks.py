@@ -23,6 +23,16 @@ from actors.runtime.runtime import Runtime
 
 #: The model calls of an uninterrupted run of the desk.
 CALLS = 3
+#: The run's group commits end after these events (its 20 events are committed in 7
+#: groups, each flushed before a side effect; the last one holds ``run_ended``): a kill
+#: after each of them but the last leaves the run interrupted at a different point.
+BOUNDARIES = (3, 5, 8, 10, 13, 15)
+#: A kill after each group commit but the last, before the first and the second tool.
+KILL_POINTS = [
+    *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in BOUNDARIES),
+    {"CLEW_FAULT_KILL_BEFORE_TOOL": "1"},
+    {"CLEW_FAULT_KILL_BEFORE_TOOL": "2"},
+]
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,19 @@ import pytest
 
 pytest.importorskip("agents")
 
-from _framework_checks import CALLS, calls, crashed_session, event_types, ledger, resume_and_check
+from _framework_checks import (
+    BOUNDARIES,
+    CALLS,
+    calls,
+    crashed_session,
+    event_types,
+    ledger,
+    resume_and_check,
+)
 from _oai_desk import DESK
 
 from actors.runtime.runtime import Runtime
 
-#: The run's group commits end after these events of the child (its 20 events are
-#: committed in 7 groups, each flushed before a side effect; the last holds
-#: ``run_ended``): a kill after each but the last leaves the run at another point.
-BOUNDARIES = (3, 5, 8, 10, 13, 15)
 #: Every kill point of the sweep (the fast ones run without ``-m slow``).
 POINTS = [
     *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in BOUNDARIES),

@@ -16,15 +16,10 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from _framework_checks import crashed_session, event_types, ledger, resume_and_check
+from _framework_checks import BOUNDARIES, crashed_session, event_types, ledger, resume_and_check
 from _pyai_desk import DESK
 
 from actors.runtime.runtime import Runtime
-
-#: The run's group commits end after these events (its 20 events are committed in 7
-#: groups, each flushed before a side effect; the last one holds ``run_ended``): a kill
-#: after each of them but the last leaves the run interrupted at a different point.
-BOUNDARIES = [3, 5, 8, 10, 13, 15]
 
 
 @pytest.mark.parametrize("k", BOUNDARIES)
