@@ -8,7 +8,9 @@ through the recorder), ``tools`` (every function tool call through clew's tool s
 ``memory`` (:class:`ClewSession`, the SDK's ``Session`` protocol on clew's store),
 ``messages`` (the SDK's items in clew's terms). :class:`ToolPolicy` and
 :func:`tool_context` are shared with ``actors.pydantic_ai``
-(:mod:`actors.models.tool_policy`). See docs/openai-agents.md.
+(:mod:`actors.models.tool_policy`), as is what does not depend on the framework (how the
+run starts and ends, a recorded model call, a tool's approval gate:
+:mod:`actors.recording.framework_run`). See docs/openai-agents.md.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.guardrail import GuardrailFunctionOutput, InputGuardrail, OutputGuardrail
 from agents.run_context import RunContextWrapper
@@ -27,6 +27,8 @@ from actors.openai_agents.messages import jsonable
 from actors.openai_agents.tools import Seam
 from eventlog.blocks import JsonBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
+
+G = TypeVar("G", InputGuardrail[Any], OutputGuardrail[Any])
 
 
 async def _verdict(seam: Seam, name: str, role: str, ask: Any) -> GuardrailFunctionOutput:
@@ -62,25 +64,22 @@ def recorded_input_guardrail(
     guardrail: InputGuardrail[Any], seam: Seam, role: str
 ) -> InputGuardrail[Any]:
     """Return ``guardrail`` with its verdict recorded, run before the first model call."""
-    function = guardrail.guardrail_function
-    name = guardrail.get_name()
-
-    async def recorded(ctx: RunContextWrapper[Any], agent: Any, items: Any) -> Any:
-        return await _verdict(seam, name, role, lambda: function(ctx, agent, items))
-
-    return dataclasses.replace(
-        guardrail, guardrail_function=recorded, name=name, run_in_parallel=False
-    )
+    return _recorded(guardrail, seam, role, run_in_parallel=False)
 
 
 def recorded_output_guardrail(
     guardrail: OutputGuardrail[Any], seam: Seam, role: str
 ) -> OutputGuardrail[Any]:
     """Return ``guardrail`` with its verdict recorded."""
+    return _recorded(guardrail, seam, role)
+
+
+def _recorded(guardrail: G, seam: Seam, role: str, **changes: Any) -> G:
+    """Return ``guardrail`` asking :func:`_verdict` (and with ``changes``)."""
     function = guardrail.guardrail_function
     name = guardrail.get_name()
 
-    async def recorded(ctx: RunContextWrapper[Any], agent: Any, output: Any) -> Any:
-        return await _verdict(seam, name, role, lambda: function(ctx, agent, output))
+    async def recorded(ctx: RunContextWrapper[Any], agent: Any, given: Any) -> Any:
+        return await _verdict(seam, name, role, lambda: function(ctx, agent, given))
 
-    return dataclasses.replace(guardrail, guardrail_function=recorded, name=name)
+    return dataclasses.replace(guardrail, guardrail_function=recorded, name=name, **changes)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agents.agent_output import AgentOutputSchemaBase
 from agents.handoffs import Handoff
@@ -36,12 +37,13 @@ from actors.openai_agents.messages import (
     tool_specs,
     usage_of,
 )
-from actors.recording.bridge import Bridge
-from actors.recording.recorder import RunRecorder
-from actors.replay.requests import requested_event
-from eventlog.blocks import ContentBlock
-from eventlog.events import TokenUsage
-from eventlog.events import Usage as ClewUsage
+from actors.recording.framework_run import model_call
+
+if TYPE_CHECKING:
+    from actors.recording.bridge import Bridge
+    from actors.recording.recorder import RunRecorder
+    from eventlog.blocks import ContentBlock
+    from eventlog.events import Usage as ClewUsage
 
 #: A live model call: the response, and the stream's events (none for ``get_response``).
 Ask = Callable[[], Coroutine[Any, Any, tuple[ModelResponse, list[TResponseStreamEvent]]]]
@@ -75,24 +77,13 @@ class RecordedModel(Model):
         conversation_id: str | None,
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
-        async def ask() -> tuple[ModelResponse, list[TResponseStreamEvent]]:
-            response = await self.wrapped.get_response(
-                system_instructions,
-                input,
-                model_settings,
-                tools,
-                output_schema,
-                handoffs,
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
-            )
-            return response, []
+        call = _Call(system_instructions, input, model_settings, tools, output_schema,
+                     handoffs, tracing, previous_response_id, conversation_id, prompt)  # fmt: skip
 
-        response, _ = await self._recorded(
-            system_instructions, input, tools, output_schema, handoffs, ask
-        )
+        async def ask() -> tuple[ModelResponse, list[TResponseStreamEvent]]:
+            return await self.wrapped.get_response(*call.args, **call.ids), []
+
+        response, _ = await self._recorded(call, ask)
         return response
 
     async def stream_response(
@@ -112,34 +103,24 @@ class RecordedModel(Model):
         #: The live stream's events, as they come (a reply from the recording: none).
         queue: asyncio.Queue[TResponseStreamEvent] = asyncio.Queue()
 
+        call = _Call(system_instructions, input, model_settings, tools, output_schema,
+                     handoffs, tracing, previous_response_id, conversation_id, prompt)  # fmt: skip
+
         async def ask() -> tuple[ModelResponse, list[TResponseStreamEvent]]:
             events: list[TResponseStreamEvent] = []
-            stream = self.wrapped.stream_response(
-                system_instructions,
-                input,
-                model_settings,
-                tools,
-                output_schema,
-                handoffs,
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
-            )
+            stream = self.wrapped.stream_response(*call.args, **call.ids)
             async for event in stream:
                 events.append(event)
                 queue.put_nowait(event)
             return _completed(events), events
 
-        call = asyncio.ensure_future(
-            self._recorded(system_instructions, input, tools, output_schema, handoffs, ask)
-        )
+        recorded = asyncio.ensure_future(self._recorded(call, ask))
         # The events go on to the SDK as they come; the SDK acts on the reply (runs its
         # tools) only once this stream ends, which is after the reply is recorded.
         forwarded = 0
-        while not call.done():
+        while not recorded.done():
             getter = asyncio.ensure_future(queue.get())
-            await asyncio.wait({getter, call}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({getter, recorded}, return_when=asyncio.FIRST_COMPLETED)
             if not getter.done():
                 getter.cancel()
                 break
@@ -148,54 +129,75 @@ class RecordedModel(Model):
         while not queue.empty():
             forwarded += 1
             yield queue.get_nowait()
-        response, _ = await call
+        response, _ = await recorded
         if not forwarded:
             yield _completed_event(response)
 
     async def _recorded(
-        self,
-        system: str | None,
-        items: str | list[TResponseInputItem],
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        ask: Ask,
+        self, asked: _Call, ask: Ask
     ) -> tuple[ModelResponse, list[TResponseStreamEvent]]:
         bridge = self._bridge
-        specs = tool_specs(tools, handoffs, output_schema)
-        request = clew_request(self.name, self.role, system, items, specs)
+        specs = tool_specs(asked.tools, asked.handoffs, asked.output_schema)
+        request = clew_request(self.name, self.role, asked.system, asked.input, specs)
         #: The live stream's events (none when the reply comes from the recording).
         streamed: list[TResponseStreamEvent] = []
 
+        def live() -> tuple[list[ContentBlock], str, ClewUsage]:
+            response, events = bridge.on_loop(ask())
+            streamed.extend(events)
+            return response_blocks(response), stop_reason(response), usage_of(response)
+
         def call(rec: RunRecorder) -> ModelResponse:
-            rec.call_index += 1
-            requested = requested_event(
-                request,
-                call_index=rec.call_index,
-                attempt=1,
-                request_digest=rec.request_hash(request),
-            )
-
-            def live() -> tuple[list[ContentBlock], str, ClewUsage]:
-                response, events = bridge.on_loop(ask())
-                streamed.extend(events)
-                return response_blocks(response), stop_reason(response), usage_of(response)
-
-            rec.checkpoint()
-            responded = rec.model_call(requested, live, request)
-            rec.emit(
-                TokenUsage(
-                    model=responded.model,
-                    role=self.role,
-                    phase="agent",
-                    call_index=responded.call_index,
-                    usage=responded.usage,
-                )
-            )
-            return response_of(responded.content)
+            return response_of(model_call(rec, request, self.role, live).content)
 
         response = await bridge.recorded(call)
         return response, streamed
+
+
+class _Ids(TypedDict):
+    """The keyword arguments of a call of the SDK's ``Model``."""
+
+    previous_response_id: str | None
+    conversation_id: str | None
+    prompt: ResponsePromptParam | None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The arguments of one call of the SDK's ``Model`` (``get_response``, ``stream_response``)."""
+
+    system: str | None
+    input: str | list[TResponseInputItem]
+    model_settings: ModelSettings
+    tools: list[Tool]
+    output_schema: AgentOutputSchemaBase | None
+    handoffs: list[Handoff]
+    tracing: ModelTracing
+    previous_response_id: str | None
+    conversation_id: str | None
+    prompt: ResponsePromptParam | None
+
+    @property
+    def args(
+        self,
+    ) -> tuple[
+        str | None,
+        str | list[TResponseInputItem],
+        ModelSettings,
+        list[Tool],
+        AgentOutputSchemaBase | None,
+        list[Handoff],
+        ModelTracing,
+    ]:
+        """The positional arguments, in the SDK's order."""
+        return (self.system, self.input, self.model_settings, self.tools,
+                self.output_schema, self.handoffs, self.tracing)  # fmt: skip
+
+    @property
+    def ids(self) -> _Ids:
+        """The keyword arguments."""
+        return _Ids(previous_response_id=self.previous_response_id,
+                    conversation_id=self.conversation_id, prompt=self.prompt)  # fmt: skip
 
 
 def _completed(events: list[TResponseStreamEvent]) -> ModelResponse:

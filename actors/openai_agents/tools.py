@@ -34,28 +34,20 @@ import dataclasses
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 from agents.tool import FunctionTool
 from agents.tool_context import ToolContext as SdkToolContext
 
 from actors.errors import ToolCallFailed
-from actors.models.tool_policy import ToolPolicy, set_tool_context
-from actors.models.tools import InDoubtPolicy, ToolContext
+from actors.models.tool_policy import ToolPolicy
+from actors.models.tools import InDoubtPolicy
 from actors.openai_agents.messages import jsonable
-from actors.orchestration.approvals import apply, pending_of
-from actors.recording.bridge import Bridge
-from actors.recording.recorder import RunRecorder
-from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
-from eventlog.events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    RunWaiting,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
-)
+from actors.recording.framework_run import ToolCall, result_of, tool_call
+from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
+
+if TYPE_CHECKING:
+    from actors.recording.bridge import Bridge
 
 #: The error types of an outcome told to the model as the call's output, not raised.
 _TOLD: Final = frozenset({"InDoubt", "ApprovalDenied"})
@@ -98,100 +90,17 @@ class Seam:
         ``gated``: the call waits for a person's approval first; ``edit`` is handed the
         arguments a person's edit gave it.
         """
-        bridge = self.bridge
-        policy: InDoubtPolicy = in_doubt or self.in_doubt
-
-        async def in_context(context: ToolContext) -> Any:
-            set_tool_context(context)  # this task's own copy of the context
-            return await run()
-
-        def live(rec: RunRecorder, call_id: str, name: str) -> ToolCallFinished | ToolFailed:
-            context = ToolContext(
-                tool_call_id=call_id,
-                session_id=rec.session_id,
-                run_id=rec.run_id,
-                agent_id=rec.agent_id,
-                role=role,
-                attempt=rec.tool_attempt,
-                cancel=rec.cancel,
-            )
-            try:
-                value = bridge.on_loop(in_context(context))
-            except Exception as e:  # an outcome of the tool: recorded, then raised again
-                return ToolFailed(
-                    tool_call_id=call_id,
-                    tool_name=name,
-                    error_type=type(e).__name__,
-                    message=str(e) or repr(e),
-                )
-            return ToolCallFinished(
-                tool_call_id=call_id, tool_name=name, content=[JsonBlock(data=jsonable(value))]
-            )
-
-        def step(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
-            rec.checkpoint("tool")
-            call = ToolCallBlock(
-                id=started.tool_call_id, name=started.tool_name, arguments=started.arguments
-            )
-            decided = _gate(rec, call, role, gated)
-            if isinstance(decided, ToolFailed):
-                return rec.tool_call(started, lambda: decided, policy)
-            if decided.arguments != started.arguments and edit is not None:
-                edit(dict(decided.arguments))
-            asked = msgspec.structs.replace(started, arguments=dict(decided.arguments))
-            return rec.tool_call(asked, lambda: live(rec, call.id, call.name), policy)
-
+        call = ToolCall(
+            started,
+            run,
+            role=role,
+            in_doubt=in_doubt or self.in_doubt,
+            gated=gated,
+            jsonable=jsonable,
+            edit=edit,
+        )
         async with self.lock:
-            return await bridge.recorded(step)
-
-
-def _gate(
-    rec: RunRecorder, call: ToolCallBlock, role: str, gated: bool
-) -> ToolCallBlock | ToolFailed:
-    """Return the call to run (edited, maybe), or a denial's ``tool_failed``.
-
-    Whether the call waits is the tool's live answer; re-executing, the recording's (its
-    ``approval_requested`` is next, or not).
-
-    Raises:
-        RunParked: the call waits for a person (``run_waiting`` is recorded).
-    """
-    if rec.replaying:
-        nxt = rec.peek()
-        recorded = nxt.event if nxt is not None else None
-        if not isinstance(recorded, ApprovalRequested) or recorded.tool_call_id != call.id:
-            return call
-        reason = recorded.reason
-    elif gated:
-        reason = f"tool {call.name!r} needs approval"
-    else:
-        return call
-    request = ApprovalRequested(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        arguments=dict(call.arguments),
-        agent_id=rec.agent_id,
-        role=role,
-        reason=reason,
-    )
-    rec.emit(request)
-    pending = [pending_of(rec.session_id, rec.run_id, request)]
-    rec.wait_point(RunWaiting(run_id=rec.run_id, reason="approval", pending=[call.id]), pending)
-    decided = rec.take_recorded(ApprovalDecided, lambda e: e.tool_call_id == call.id)
-    rec.go_on(decided is not None, pending)
-    assert decided is not None
-    return apply(call, decided, "a person")
-
-
-def result_of(outcome: ToolCallFinished) -> Any:
-    """Return the value a recorded tool outcome hands the SDK."""
-    if len(outcome.content) == 1:
-        block = outcome.content[0]
-        if isinstance(block, JsonBlock):
-            return block.data
-        if isinstance(block, TextBlock):
-            return block.text
-    return [b.data if isinstance(b, JsonBlock) else msgspec.to_builtins(b) for b in outcome.content]
+            return await tool_call(self.bridge, call)
 
 
 def policy_of(seam: Seam, tool: FunctionTool) -> ToolPolicy:

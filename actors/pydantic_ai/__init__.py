@@ -4,8 +4,11 @@
 does not. Modules: ``agent`` (the wrapper: a run of the agent as a clew main run),
 ``model`` (every model request through the recorder), ``toolset`` (every tool call
 through clew's tool seam; :func:`tool_context`, :class:`ToolPolicy`), ``messages`` (the
-framework's messages in clew's terms); the bridge from the framework's event loop to the
-recorder is :mod:`actors.recording.bridge`. See docs/pydantic-ai.md.
+framework's messages in clew's terms); what does not depend on the framework (how the
+run starts and ends, a recorded model call, a tool's approval gate) is
+:mod:`actors.recording.framework_run`, shared with ``actors.openai_agents``, and the
+bridge from the framework's event loop to the recorder is :mod:`actors.recording.bridge`.
+See docs/pydantic-ai.md.
 """
 
 from __future__ import annotations

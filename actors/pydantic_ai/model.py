@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import (
@@ -32,10 +32,13 @@ from actors.pydantic_ai.messages import (
     stop_reason,
     usage_of,
 )
-from actors.recording.bridge import Bridge
-from actors.replay.requests import requested_event
-from eventlog.blocks import ContentBlock
-from eventlog.events import TokenUsage, Usage
+from actors.recording.framework_run import model_call
+
+if TYPE_CHECKING:
+    from actors.recording.bridge import Bridge
+    from actors.recording.recorder import RunRecorder
+    from eventlog.blocks import ContentBlock
+    from eventlog.events import Usage
 
 
 class RecordedModel(WrapperModel):
@@ -84,30 +87,11 @@ class RecordedModel(WrapperModel):
         bridge = self._bridge
         request = clew_request(self.wrapped.model_name, bridge.role, messages, parameters)
 
-        def call(rec: Any) -> ModelResponse:
-            rec.call_index += 1
-            requested = requested_event(
-                request,
-                call_index=rec.call_index,
-                attempt=1,
-                request_digest=rec.request_hash(request),
-            )
+        def live() -> tuple[list[ContentBlock], str, Usage]:
+            response: ModelResponse = bridge.on_loop(ask())
+            return response_blocks(response), stop_reason(response), usage_of(response)
 
-            def live() -> tuple[list[ContentBlock], str, Usage]:
-                response: ModelResponse = bridge.on_loop(ask())
-                return response_blocks(response), stop_reason(response), usage_of(response)
-
-            rec.checkpoint()
-            responded = rec.model_call(requested, live, request)
-            rec.emit(
-                TokenUsage(
-                    model=responded.model,
-                    role=bridge.role,
-                    phase="agent",
-                    call_index=responded.call_index,
-                    usage=responded.usage,
-                )
-            )
-            return response_of(responded.content)
+        def call(rec: RunRecorder) -> ModelResponse:
+            return response_of(model_call(rec, request, bridge.role, live).content)
 
         return await bridge.recorded(call)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 from pydantic_ai import WrapperToolset
@@ -40,21 +40,14 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from actors.errors import ToolCallFailed
-from actors.models.tool_policy import ToolPolicy, set_tool_context, tool_context
-from actors.models.tools import InDoubtPolicy, ToolContext
-from actors.orchestration.approvals import apply, pending_of
+from actors.models.tool_policy import ToolPolicy, tool_context
+from actors.models.tools import InDoubtPolicy
 from actors.pydantic_ai.messages import jsonable
-from actors.recording.bridge import Bridge
-from actors.recording.recorder import RunRecorder
-from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
-from eventlog.events import (
-    ApprovalDecided,
-    ApprovalRequested,
-    RunWaiting,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolFailed,
-)
+from actors.recording.framework_run import ToolCall, result_of, tool_call
+from eventlog.events import ToolCallStarted, ToolFailed
+
+if TYPE_CHECKING:
+    from actors.recording.bridge import Bridge
 
 #: The error types a call's outcome is told to the model with (``ModelRetry``), not raised.
 _RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
@@ -122,94 +115,37 @@ class RecordedToolset(WrapperToolset[Any]):
             arguments=jsonable(tool_args),
             idempotent=policy.idempotent,
         )
-        bridge = self._bridge
 
-        async def run(context: ToolContext) -> Any:
-            set_tool_context(context)  # this task's own copy of the context
+        async def run() -> Any:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
-        def live(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
-            context = ToolContext(
-                tool_call_id=call_id,
-                session_id=rec.session_id,
-                run_id=rec.run_id,
-                agent_id=rec.agent_id,
-                role=bridge.role,
-                attempt=rec.tool_attempt,
-                cancel=rec.cancel,
-            )
-            try:
-                value = bridge.on_loop(run(context))
-            except ModelRetry as e:
-                return ToolFailed(tool_call_id=call_id, tool_name=name,
-                                  error_type="ModelRetry", message=e.message)  # fmt: skip
-            except Exception as e:  # an outcome of the tool: recorded, then raised again
-                message = str(e) or repr(e)
-                return ToolFailed(tool_call_id=call_id, tool_name=name,
-                                  error_type=type(e).__name__, message=message)  # fmt: skip
-            return ToolCallFinished(tool_call_id=call_id, tool_name=name,
-                                    content=[JsonBlock(data=jsonable(value))])  # fmt: skip
+        def edit(arguments: dict[str, Any]) -> None:
+            tool_args.clear()
+            tool_args.update(arguments)
 
-        def step(rec: RunRecorder) -> ToolCallFinished | ToolFailed:
-            rec.checkpoint("tool")
-            in_doubt = policy.in_doubt or self._default_in_doubt
-            call = ToolCallBlock(id=call_id, name=name, arguments=started.arguments)
-            gated = self._gate(rec, call)
-            if isinstance(gated, ToolFailed):
-                return rec.tool_call(started, lambda: gated, in_doubt)
-            asked = msgspec.structs.replace(started, arguments=dict(gated.arguments))
-            if gated.arguments != started.arguments:
-                tool_args.clear()
-                tool_args.update(gated.arguments)
-            return rec.tool_call(asked, lambda: live(rec), in_doubt)
-
-        outcome = await bridge.recorded(step)
+        call = ToolCall(
+            started,
+            run,
+            role=self._bridge.role,
+            in_doubt=policy.in_doubt or self._default_in_doubt,
+            gated=name in self._gated,
+            jsonable=jsonable,
+            edit=edit,
+            error_of=_error_of,
+        )
+        outcome = await tool_call(self._bridge, call)
         if isinstance(outcome, ToolFailed):
             if outcome.error_type in _RETRY:
                 raise ModelRetry(outcome.message)
             raise ToolCallFailed(name, outcome.error_type, outcome.message)
         return result_of(outcome)
 
-    def _gate(self, rec: RunRecorder, call: ToolCallBlock) -> ToolCallBlock | ToolFailed:
-        """Return the call to run (edited, maybe), or a denial's ``tool_failed``.
 
-        Whether the call waits is the tool's live answer; re-executing, the recording's
-        (its ``approval_requested`` is next, or not).
-
-        Raises:
-            RunParked: the call waits for a person (``run_waiting`` is recorded).
-        """
-        if rec.replaying:
-            nxt = rec.peek()
-            recorded = nxt.event if nxt is not None else None
-            if not isinstance(recorded, ApprovalRequested) or recorded.tool_call_id != call.id:
-                return call
-            reason = recorded.reason
-        elif call.name in self._gated:
-            reason = f"tool {call.name!r} needs approval"
-        else:
-            return call
-        request = ApprovalRequested(tool_call_id=call.id, tool_name=call.name,
-                                    arguments=dict(call.arguments), agent_id=rec.agent_id,
-                                    role=self._bridge.role, reason=reason)  # fmt: skip
-        rec.emit(request)
-        pending = [pending_of(rec.session_id, rec.run_id, request)]
-        rec.wait_point(RunWaiting(run_id=rec.run_id, reason="approval", pending=[call.id]), pending)
-        decided = rec.take_recorded(ApprovalDecided, lambda e: e.tool_call_id == call.id)
-        rec.go_on(decided is not None, pending)
-        assert decided is not None
-        return apply(call, decided, "a person")
-
-
-def result_of(outcome: ToolCallFinished) -> Any:
-    """Return the value a recorded tool outcome hands the framework."""
-    if len(outcome.content) == 1:
-        block = outcome.content[0]
-        if isinstance(block, JsonBlock):
-            return block.data
-        if isinstance(block, TextBlock):
-            return block.text
-    return [b.data if isinstance(b, JsonBlock) else msgspec.to_builtins(b) for b in outcome.content]
+def _error_of(e: Exception) -> tuple[str, str]:
+    """The ``tool_failed`` of what a tool raised: ``ModelRetry`` is told to the model."""
+    if isinstance(e, ModelRetry):
+        return "ModelRetry", e.message
+    return type(e).__name__, str(e) or repr(e)
 
 
 __all__ = ["RecordedToolset", "ToolPolicy", "result_of", "tool_context"]

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from _framework_checks import Desk
 from agents import Agent, RunConfig, function_tool
 from agents.items import ModelResponse
 from agents.models.interface import Model
@@ -215,23 +216,15 @@ def openai_desk_reply(path: str, body: Any) -> Any:
     return ServerReply(body=openai_reply(None, tool_calls=[call], finish_reason="tool_calls"))
 
 
-def calls(workdir: Path) -> int:
-    """Return how many calls the fake model was asked, in every process."""
-    path = workdir / "calls.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def ledger(workdir: Path) -> list[dict[str, Any]]:
-    """Return the ledger's lines."""
-    path = workdir / "ledger.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 async def _streamed(runner: DurableRunner, session: Any) -> Any:
     async with runner.run_streamed(PROMPT, session=session) as streamed:
         async for _ in streamed.stream_events():
             pass
     return streamed.final_output
+
+
+#: The desk, for the checks every framework's run passes (``_framework_checks``).
+DESK = Desk(make=desk, script=Path(__file__).resolve(), answer=Reply(**ANSWER), prompt=PROMPT)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from _framework_checks import Desk
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -126,16 +127,13 @@ def openai_desk_reply(path: str, body: Any) -> Any:
     return ServerReply(body=openai_reply(None, tool_calls=[call], finish_reason="tool_calls"))
 
 
-def calls(workdir: Path) -> int:
-    """Return how many requests the model was asked, in every process."""
-    path = workdir / "calls.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def ledger(workdir: Path) -> list[dict[str, Any]]:
-    """Return the ledger's lines."""
-    path = workdir / "ledger.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+#: The desk, for the checks every framework's run passes (``_framework_checks``).
+DESK = Desk(
+    make=desk,
+    script=Path(__file__).resolve(),
+    answer=Reply(answer="Refunded 42.50 for A-17.", refunded=42.5),
+    prompt=PROMPT,
+)
 
 
 if __name__ == "__main__":

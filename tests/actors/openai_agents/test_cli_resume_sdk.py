@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("agents")
 
 from _cli_helpers import Where, run_process
-from _oai_desk import PROMPT, ledger
+from _framework_checks import ledger
+from _oai_desk import PROMPT
 from _processes import ROOT, child_env
 
 from actors.runtime.runtime import Runtime

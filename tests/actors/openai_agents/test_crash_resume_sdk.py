@@ -11,26 +11,25 @@ session verifies.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("agents")
 
-from _oai_desk import ANSWER, Reply, calls, desk, ledger
-from _processes import child_env
+from _framework_checks import (
+    BOUNDARIES,
+    CALLS,
+    calls,
+    crashed_session,
+    event_types,
+    ledger,
+    resume_and_check,
+)
+from _oai_desk import DESK
 
 from actors.runtime.runtime import Runtime
 
-DESK = Path(__file__).resolve().parents[2] / "helpers" / "_oai_desk.py"
-#: The model calls of an uninterrupted run.
-CALLS = 3
-#: The run's group commits end after these events of the child (its 20 events are
-#: committed in 7 groups, each flushed before a side effect; the last holds
-#: ``run_ended``): a kill after each but the last leaves the run at another point.
-BOUNDARIES = (3, 5, 8, 10, 13, 15)
 #: Every kill point of the sweep (the fast ones run without ``-m slow``).
 POINTS = [
     *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in BOUNDARIES),
@@ -51,46 +50,14 @@ def _name(point: dict[str, str]) -> str:
     return "-".join(f"{k.removeprefix('CLEW_FAULT_').lower()}={v}" for k, v in point.items())
 
 
-def _crashed_session(tmp_path: Path, point: dict[str, str]) -> tuple[Path, str]:
-    home = tmp_path / "home"
-    with Runtime(home, tmp_path) as rt:
-        sid = rt.new_session().id
-    child = subprocess.run(
-        [sys.executable, str(DESK), str(home), sid, str(tmp_path)],
-        env=child_env(**point),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert -9 == child.returncode, child.stdout + child.stderr
-    return home, sid
-
-
 def _resume_and_check(tmp_path: Path, home: Path, sid: str) -> None:
-    with Runtime(home, tmp_path) as rt:
-        outcome = rt.resume(sid, agent=desk(tmp_path))
-        assert "completed" == outcome.status, outcome.error
-        assert Reply(**ANSWER) == outcome.output
-        resent = sum(
-            1
-            for e in rt.store.iter_events(sid)
-            if e.event_type == "model_requested" and getattr(e.event, "attempt", 1) > 1
-        )
-        # A call committed but not answered at the kill is asked again (attempt 2): paid
-        # twice only if the child had asked it before it died.
-        assert resent <= 1
-        assert CALLS <= calls(tmp_path) <= CALLS + resent
-        assert 1 == len(ledger(tmp_path))
-        report = rt.replay(sid, agent=desk(tmp_path))
-        assert report.identical, report.summary()
-        assert rt.verify(sid).ok
-        assert CALLS + resent >= calls(tmp_path)  # the replay asked nothing
+    resent = resume_and_check(tmp_path, DESK, home, sid)
+    assert CALLS + resent >= calls(tmp_path)  # the replay asked nothing
 
 
 @pytest.mark.parametrize("point", FAST, ids=_name)
 def test_a_kill_resumes_without_paying_a_call_twice(tmp_path: Path, point: dict[str, str]) -> None:
-    home, sid = _crashed_session(tmp_path, point)
+    home, sid = crashed_session(tmp_path, DESK, point)
     _resume_and_check(tmp_path, home, sid)
 
 
@@ -99,16 +66,16 @@ def test_a_kill_resumes_without_paying_a_call_twice(tmp_path: Path, point: dict[
 def test_every_kill_point_resumes_without_paying_a_call_twice(
     tmp_path: Path, point: dict[str, str]
 ) -> None:
-    home, sid = _crashed_session(tmp_path, point)
+    home, sid = crashed_session(tmp_path, DESK, point)
     _resume_and_check(tmp_path, home, sid)
 
 
 def test_a_kill_inside_the_refund_settles_the_call_in_doubt_under_the_same_key(
     tmp_path: Path,
 ) -> None:
-    home, sid = _crashed_session(tmp_path, IN_REFUND)
+    home, sid = crashed_session(tmp_path, DESK, IN_REFUND)
     assert 1 == len(ledger(tmp_path))
     _resume_and_check(tmp_path, home, sid)
     with Runtime(home, tmp_path) as rt:
-        types = [e.event_type for e in rt.store.iter_events(sid)]
+        types = event_types(rt, sid)
     assert 1 == types.count("in_doubt_resolved")

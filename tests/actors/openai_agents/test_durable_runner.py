@@ -1,4 +1,5 @@
-"""An Agents SDK agent as a durable clew run: recorded, replayed, diverging when changed."""
+"""An Agents SDK agent as a durable clew run: recorded, replayed, streamed (what both
+frameworks do alike, divergences and approvals among it: tests/actors/test_framework_runs.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ import pytest
 pytest.importorskip("agents")
 
 from _cli_helpers import Where, invoke
-from _oai_desk import PROMPT, Reply, _streamed, calls, desk, ledger
+from _framework_checks import (
+    calls,
+    check_every_step_recorded,
+    check_replay_identical,
+    event_types,
+)
+from _oai_desk import PROMPT, Reply, _streamed, desk
 
-from actors.errors import UsageError
 from actors.openai_agents import DurableRunner
 from actors.runtime.runtime import Runtime
 
@@ -27,10 +33,6 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
     runtime.close()
 
 
-def _types(rt: Runtime, sid: str) -> list[str]:
-    return [e.event_type for e in rt.store.iter_events(sid)]
-
-
 def test_a_run_returns_the_sdks_typed_result_and_records_every_step(
     rt: Runtime, tmp_path: Path
 ) -> None:
@@ -38,48 +40,13 @@ def test_a_run_returns_the_sdks_typed_result_and_records_every_step(
     result = desk(tmp_path).run_sync(PROMPT, session=session)
     assert DONE == result.final_output
     assert "desk" == result.last_agent.name
-    assert 3 == calls(tmp_path)
-    assert 1 == len(ledger(tmp_path))
-    types = _types(rt, session.id)
-    assert 3 == types.count("model_requested") == types.count("model_responded")
-    assert 3 == types.count("token_usage")
-    assert 2 == types.count("tool_call_started") == types.count("tool_call_finished")
-    assert "run_ended" == types[-1]
-    run = rt.store.read_runs(session.id)[-1]
-    assert "completed" == run.status
-
-
-def test_the_idempotency_key_is_unique_per_run_and_call(rt: Runtime, tmp_path: Path) -> None:
-    runner = desk(tmp_path)
-    runner.run_sync(PROMPT, session=rt.new_session())
-    runner.run_sync(PROMPT, session=rt.new_session())
-    assert 2 == len({line["key"] for line in ledger(tmp_path)})
+    check_every_step_recorded(rt, session.id, tmp_path)
 
 
 def test_a_replay_is_identical_and_asks_nothing(rt: Runtime, tmp_path: Path) -> None:
     session = rt.new_session()
     desk(tmp_path).run_sync(PROMPT, session=session)
-    report = rt.replay(session.id, agent=desk(tmp_path))
-    assert report.identical, report.summary()
-    assert 3 == calls(tmp_path)
-    assert 1 == len(ledger(tmp_path))
-
-
-def test_changed_instructions_are_a_readable_divergence(rt: Runtime, tmp_path: Path) -> None:
-    session = rt.new_session()
-    desk(tmp_path).run_sync(PROMPT, session=session)
-    report = rt.replay(session.id, agent=desk(tmp_path, instructions="You are a rude desk."))
-    assert not report.identical
-    assert "model_requested" in report.summary()
-    assert "rude" in report.summary()
-
-
-def test_a_changed_tool_is_a_divergence(rt: Runtime, tmp_path: Path) -> None:
-    session = rt.new_session()
-    desk(tmp_path).run_sync(PROMPT, session=session)
-    report = rt.replay(session.id, agent=desk(tmp_path, lookup_doc="Find an order."))
-    assert not report.identical
-    assert "model_requested" in report.summary()
+    check_replay_identical(rt, session.id, desk(tmp_path), tmp_path)
 
 
 def test_a_streamed_run_is_recorded_like_a_run_and_replays_identically(
@@ -87,7 +54,7 @@ def test_a_streamed_run_is_recorded_like_a_run_and_replays_identically(
 ) -> None:
     session = rt.new_session()
     assert DONE == asyncio.run(_streamed(desk(tmp_path), session))
-    types = _types(rt, session.id)
+    types = event_types(rt, session.id)
     assert 3 == types.count("model_responded")
     assert 2 == types.count("tool_call_finished")
     report = rt.replay(session.id, agent=desk(tmp_path))
@@ -113,24 +80,6 @@ def test_the_run_shows_in_timeline_show_and_usage_with_the_agent_as_role(
     assert "desk" in usage.out
     checked = invoke(where, "verify", session.id)
     assert 0 == checked.code, checked.out + checked.err
-
-
-def test_a_replay_without_the_runner_says_to_pass_it(rt: Runtime, tmp_path: Path) -> None:
-    session = rt.new_session()
-    desk(tmp_path).run_sync(PROMPT, session=session)
-    with pytest.raises(UsageError, match="pass that agent"):
-        rt.replay(session.id)
-
-
-def test_a_replay_called_from_async_code_runs(rt: Runtime, tmp_path: Path) -> None:
-    session = rt.new_session()
-    runner = desk(tmp_path)
-
-    async def app() -> bool:
-        await runner.run(PROMPT, session=session)
-        return rt.replay(session.id, agent=runner).identical
-
-    assert asyncio.run(app())
 
 
 def test_a_streamed_reply_reaches_the_caller_before_the_model_has_finished_it(

@@ -21,7 +21,8 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("openai")
 
-from _oai_desk import ANSWER, PROMPT, Reply, _streamed, desk, ledger, openai_desk_reply
+from _framework_checks import KILL_POINTS, ledger
+from _oai_desk import ANSWER, PROMPT, Reply, _streamed, desk, openai_desk_reply
 from _processes import child_env
 from fake_server import FakeServer
 from fake_server import Reply as ServerReply
@@ -31,15 +32,8 @@ from actors.runtime.runtime import Runtime
 DESK = Path(__file__).resolve().parents[2] / "helpers" / "_oai_desk.py"
 #: The requests an uninterrupted run sends.
 REQUESTS = 3
-#: A kill after each group commit but the last (see test_crash_resume_sdk.BOUNDARIES),
-#: before each tool, inside each tool.
-POINTS = [
-    *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in (3, 5, 8, 10, 13, 15)),
-    {"CLEW_FAULT_KILL_BEFORE_TOOL": "1"},
-    {"CLEW_FAULT_KILL_BEFORE_TOOL": "2"},
-    {"DESK_KILL_IN_LOOKUP": "1"},
-    {"DESK_KILL_IN_REFUND": "1"},
-]
+#: A kill after each group commit but the last, before each tool, inside each tool.
+POINTS = [*KILL_POINTS, {"DESK_KILL_IN_LOOKUP": "1"}, {"DESK_KILL_IN_REFUND": "1"}]
 
 
 class _Desk:

@@ -5,8 +5,6 @@ one in flight at the kill; the refund is in the ledger once; replay identical, v
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,23 +13,17 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("openai")
 
-from _processes import child_env
-from _pyai_desk import PROMPT, Reply, desk, ledger, openai_desk_reply
+from _framework_checks import KILL_POINTS, crashed_session, ledger
+from _pyai_desk import DESK, PROMPT, Reply, desk, openai_desk_reply
 from fake_server import FakeServer
 
 from actors.runtime.runtime import Runtime
 
-DESK = Path(__file__).resolve().parents[2] / "helpers" / "_pyai_desk.py"
 #: The requests an uninterrupted run sends.
 REQUESTS = 3
-#: A kill after each group commit but the last (see test_crash_resume.BOUNDARIES),
-#: before the first and the second tool, inside the refund.
-POINTS = [
-    *({"CLEW_FAULT_KILL_AFTER_EVENTS": str(k)} for k in (3, 5, 8, 10, 13, 15)),
-    {"CLEW_FAULT_KILL_BEFORE_TOOL": "1"},
-    {"CLEW_FAULT_KILL_BEFORE_TOOL": "2"},
-    {"DESK_KILL_IN_REFUND": "1"},
-]
+#: A kill after each group commit but the last, before the first and the second tool,
+#: inside the refund.
+POINTS = [*KILL_POINTS, {"DESK_KILL_IN_REFUND": "1"}]
 
 
 @pytest.fixture
@@ -63,18 +55,7 @@ def test_an_uninterrupted_run_sends_three_requests_and_replays_offline(
 def test_a_kill_resumes_with_at_most_the_request_in_flight_sent_again(
     tmp_path: Path, server: FakeServer, point: dict[str, str]
 ) -> None:
-    home = tmp_path / "home"
-    with Runtime(home, tmp_path) as rt:
-        sid = rt.new_session().id
-    child = subprocess.run(
-        [sys.executable, str(DESK), str(home), sid, str(tmp_path)],
-        env=child_env(DESK_BASE_URL=server.url, **point),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert -9 == child.returncode, child.stdout + child.stderr
+    home, sid = crashed_session(tmp_path, DESK, {"DESK_BASE_URL": server.url, **point})
     agent = desk(tmp_path, base_url=server.url)
     with Runtime(home, tmp_path) as rt:
         outcome = rt.resume(sid, agent=agent)
