@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
@@ -23,8 +23,9 @@ from actors.cli.options import (
     Project,
     SessionArg,
     home_exists,
-    open_runtime,
+    open_reader,
     open_session,
+    read_session,
     session_from,
     where_from,
 )
@@ -32,19 +33,19 @@ from actors.cli.output import print_json, print_json_stream, print_result, quote
 from actors.cli.pager import paged
 from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
 from actors.cli.show import ShowOptions, TreeView
-from actors.cli.timeline_rows import print_timeline, timeline_layout
 from actors.documents.excerpts import excerpt, short
 from actors.documents.sessions import session_infos_doc
 from actors.documents.tasks import read_dags, tasks_doc
-from actors.documents.timeline import event_row
 from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
-from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionFilter, SessionInfo, select_sessions
+from actors.runtime.status import SessionFilter, SessionInfo, StatusReader, select_sessions
 from eventlog.events import EVENT_TYPES
 from eventlog.global_reads import MAX_PAGE
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
 
 
 @app.command()
@@ -84,7 +85,8 @@ def sessions(
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
-        with open_runtime(where) as rt:
+        # Read without a runtime: no writer, no actors, no run imports (a fast start).
+        with open_reader(where) as rt:
             if paged_list:
                 rows = _selected_page(rt, chosen, after, limit or 50)
                 infos = [i for i, _ in rows]
@@ -103,7 +105,7 @@ def sessions(
 
 
 def _selected_page(
-    rt: Runtime, chosen: SessionFilter, after: str | None, limit: int
+    rt: StatusReader, chosen: SessionFilter, after: str | None, limit: int
 ) -> list[tuple[SessionInfo, SessionRow]]:
     """The first ``limit`` sessions after ``after`` that ``chosen`` selects, with their rows,
     read a keyset page at a time."""
@@ -120,7 +122,7 @@ def _selected_page(
     return out[:limit]
 
 
-def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> None:
+def print_tree(rt: Runtime | StatusReader, sid: str, options: ShowOptions | None = None) -> None:
     """Print the node tree of ``sid`` as :mod:`actors.cli.show` lays it out."""
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
@@ -163,7 +165,7 @@ def show(
     as_json: Json = False,
 ) -> None:
     """Show the node tree: chains flat, runs folded, the active path and node visible."""
-    with session_from(home, project, session) as (rt, row):
+    with read_session(home, project, session) as (rt, row):
         sid = row.session_id
         run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         if not as_json:
@@ -248,6 +250,10 @@ def _print_events(
     page: bool,
 ) -> None:
     """Print the timeline's events as the table (paged on a terminal), JSON or JSON lines."""
+    # Imported here: the events' summaries (of every event type, the LangGraph
+    # checkpointer's too) are for the timeline and export, not ``clew sessions`` or ``show``.
+    from actors.documents.timeline import event_row  # noqa: PLC0415 - see above
+
     if as_jsonl:
         encode = msgspec.json.Encoder().encode
         write = sys.stdout.write
@@ -258,6 +264,8 @@ def _print_events(
     if as_json:
         print_json_stream({"session_id": sid}, "events", map(event_row, events))
         return
+    from actors.cli.timeline_rows import print_timeline, timeline_layout  # noqa: PLC0415 - as above
+
     layout = timeline_layout(
         sid, (r.run_id for r in rt.store.read_runs(sid)), rt.store.count_events(sid)
     )
@@ -341,6 +349,8 @@ def export(
 
         bundle_commands.write_bundle(where, session, bundle)
         return
+    from actors.documents.timeline import event_row  # noqa: PLC0415 - as in _print_events
+
     encode = msgspec.json.Encoder().encode
     with open_session(where, session) as (rt, row):
         write = sys.stdout.write
