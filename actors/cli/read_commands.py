@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 import typer
 
-from actors.cli import ids, render
+from actors.cli import ids, plain_table
 from actors.cli.app import app
 from actors.cli.options import (
     MAX_COUNT,
@@ -32,7 +32,6 @@ from actors.cli.options import (
 from actors.cli.output import print_json, print_json_stream, print_result, quoted
 from actors.cli.pager import paged
 from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
-from actors.cli.show import ShowOptions, TreeView
 from actors.documents.excerpts import excerpt, short
 from actors.documents.sessions import session_infos_doc
 from actors.documents.tasks import read_dags, tasks_doc
@@ -45,6 +44,7 @@ from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
 
 if TYPE_CHECKING:
+    from actors.cli.show import ShowOptions
     from actors.runtime.runtime import Runtime
 
 
@@ -98,10 +98,27 @@ def sessions(
     if as_json:
         print_json(session_infos_doc(infos, scenarios))
         return
+    next_page = None
+    if paged_list and len(infos) == (limit or 50):
+        next_page = f"next page: clew sessions --after {infos[-1].session_id} --limit {limit or 50}"
+    _print_sessions(infos, scenarios, next_page)
+
+
+def _print_sessions(
+    infos: list[SessionInfo], scenarios: dict[str, str], next_page: str | None
+) -> None:
+    """Print the sessions table (and the next page's command line, if any)."""
+    # Off a terminal the usual table is written as rich writes it, without importing rich.
+    text = plain_table.sessions_text(infos, scenarios) if plain_table.plain_output() else None
+    if text is not None:
+        sys.stdout.write(text if next_page is None else f"{text}{next_page}\n")
+        return
+    from actors.cli import render  # noqa: PLC0415 - rich: a terminal's table only
+
     out = render.make_console()
     out.print(render.sessions_table(infos, scenarios))
-    if paged_list and len(infos) == (limit or 50):
-        out.print(f"next page: clew sessions --after {infos[-1].session_id} --limit {limit or 50}")
+    if next_page is not None:
+        out.print(next_page)
 
 
 def _selected_page(
@@ -124,6 +141,9 @@ def _selected_page(
 
 def print_tree(rt: Runtime | StatusReader, sid: str, options: ShowOptions | None = None) -> None:
     """Print the node tree of ``sid`` as :mod:`actors.cli.show` lays it out."""
+    from actors.cli import render  # noqa: PLC0415 - rich: not for ``clew sessions``
+    from actors.cli.show import ShowOptions, TreeView  # noqa: PLC0415 - as render
+
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
     out = render.make_console()
@@ -169,6 +189,8 @@ def show(
         sid = row.session_id
         run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         if not as_json:
+            from actors.cli.show import ShowOptions  # noqa: PLC0415 - as in print_tree
+
             print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
@@ -283,6 +305,8 @@ def _print_events(
 
 def print_tasks(rt: Runtime, row: SessionRow) -> None:
     """Print the task DAG of each of the session's Task WALs and how each WAL reads."""
+    from actors.cli import render  # noqa: PLC0415 - as in print_tree
+
     sid = row.session_id
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
