@@ -92,8 +92,10 @@ def sessions(
                 infos = [i for i, _ in rows]
                 metadata = {r.session_id: r.metadata for _, r in rows}
             else:
-                infos = rt.sessions() if chosen.selects_all() else select_sessions(rt, chosen)
-                metadata = {r.session_id: r.metadata for r in rt.store.list_sessions()}
+                every = rt.store.list_sessions()  # read once: the lines and the scenarios
+                infos = rt.infos(every)
+                infos = infos if chosen.selects_all() else select_sessions(rt, chosen, infos)
+                metadata = {r.session_id: r.metadata for r in every}
             scenarios = {sid: str(m.get("scenario", "")) for sid, m in metadata.items()}
     if as_json:
         print_json(session_infos_doc(infos, scenarios))
