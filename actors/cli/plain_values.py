@@ -83,5 +83,8 @@ def take_plain_values(params: Iterable[object]) -> None:
             and not (descriptor.is_path or descriptor.is_choice or descriptor.is_file)
             and not getattr(param, "multiple", True)
         ):
-            coercion = _PLAIN_VALUE(parameter_info=info, annotation=descriptor.annotation)
+            try:
+                coercion = _PLAIN_VALUE(parameter_info=info, annotation=descriptor.annotation)
+            except TypeError:  # pragma: no cover - another typer's layer: leave it be
+                return
             param._runtime_param = coercion  # type: ignore[attr-defined]  # noqa: SLF001
