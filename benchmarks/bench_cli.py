@@ -317,6 +317,9 @@ def bench_startup(base: Path, repeats: int) -> None:
         "`clew --version`": ["-m", "actors", "--version"],
         "`clew --help`": ["-m", "actors", "--help"],
         "`clew sessions` (100 sessions)": ["-m", "actors", "sessions", *where],
+        "`clew sessions --limit 50`": ["-m", "actors", "sessions", "--limit", "50", *where],
+        "`clew sessions --json`": ["-m", "actors", "sessions", "--json", *where],
+        "`clew show last`": ["-m", "actors", "show", "last", *where],
     }
     # Bytecode cached (in a directory of this run), as an installed clew has it: compiling
     # every module from source on each start would be measured instead (it doubled the

@@ -6,6 +6,8 @@ the PostgreSQL backend (and psycopg) is imported only when a URL asks for it.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,11 @@ if TYPE_CHECKING:
 PG_SCHEMES = ("postgresql://", "postgres://")
 #: The file of the SQLite store inside a clew home.
 SQLITE_FILE = "sessions.sqlite"
+
+
+def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = None) -> Path:
+    """Return the clew home: ``home`` if given, else ``$CLEW_HOME``, else ``~/.clew``."""
+    return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
 def is_postgres_url(location: str | Path) -> bool:

@@ -24,6 +24,7 @@ import typer.main
 from actors.cli.help_layout import ClewGroup, help_order, placed
 from actors.cli.logs import LogFormatOption, LogLevelOption, configure_logging
 from actors.cli.options import BEFORE_COMMAND, Home, Project
+from actors.cli.plain_values import take_plain_values
 
 if TYPE_CHECKING:
     # typer carries its own copy of click (typer._click), not the click package.
@@ -233,6 +234,10 @@ class _LazyGroup(ClewGroup):
     #: True while the help page is written: it shows each command's line from the table.
     _listing = False
 
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        take_plain_values(self.get_params(ctx))  # the root's: --home, --store, --help …
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: Context) -> list[str]:
         return help_order([*_BY_NAME, *(name for name in self.commands if name not in _BY_NAME)])
 
@@ -253,6 +258,7 @@ class _LazyGroup(ClewGroup):
                     pretty_exceptions_short=app.pretty_exceptions_short,
                     rich_markup_mode=app.rich_markup_mode,
                 )
+                take_plain_values(self.commands[cmd_name].get_params(ctx))  # --help's too
                 return placed(self.commands[cmd_name], cmd_name, ctx)
         raise LookupError(f"actors.cli.{command.module} registers no command {cmd_name!r}")
 

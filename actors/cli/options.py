@@ -24,10 +24,11 @@ from actors.cli.store_option import chosen_store
 from actors.errors import UsageError
 from eventlog.errors import StoreError
 from eventlog.ids import validate_session_id
-from eventlog.locations import is_postgres_url
+from eventlog.locations import home_from_env, is_postgres_url
 
 if TYPE_CHECKING:
     from actors.runtime.runtime import Runtime
+    from actors.runtime.status import StatusReader
     from eventlog.records import SessionRow
 
 #: The largest seq or count a store can hold (SQLite's and PostgreSQL's signed 64-bit
@@ -145,10 +146,6 @@ def where_from(home: str | None, project: str | None) -> Where:
         is_dir = False
     if not is_dir:
         raise UsageError(f"--project {clipped(chosen)} is not a directory")
-    # Imported here, as in open_runtime: the runtime loads when a command opens the home,
-    # not when ``clew --version`` or ``clew --help`` imports the options.
-    from actors.runtime.runtime import home_from_env  # noqa: PLC0415 - see above
-
     store = chosen_store(BEFORE_COMMAND.get("store"), chosen_home, os.environ)
     if chosen_home and is_postgres_url(chosen_home):
         chosen_home = None
@@ -222,9 +219,11 @@ def open_runtime(where: Where) -> Runtime:
         UsageError: a fault variable is not a positive whole number, or the home cannot be
             made or opened (a file in the way, no permission).
     """
-    from actors.runtime.runtime import Runtime  # noqa: PLC0415 - see where_from
+    # Imported here: the runtime loads when a command opens the home, not when ``clew
+    # --version`` or ``clew --help`` imports the options.
+    from actors.runtime.runtime import Runtime  # noqa: PLC0415 - see above
 
-    try:
+    with _opening(where):
         return Runtime.from_env(
             os.environ,
             home=str(where.home),
@@ -232,6 +231,26 @@ def open_runtime(where: Where) -> Runtime:
             read_only=where.read_only,
             store=where.store,
         )
+
+
+def open_reader(where: Where) -> StatusReader:
+    """Open the home read-only to list its sessions and read them, without a runtime
+    (:class:`~actors.runtime.status.StatusReader`: no writer, no actors, no run imports).
+
+    Raises:
+        UsageError: the home cannot be opened (as :func:`open_runtime`).
+    """
+    from actors.runtime.status import StatusReader  # noqa: PLC0415 - as Runtime above
+
+    with _opening(where):
+        return StatusReader(where.home, where.store)
+
+
+@contextmanager
+def _opening(where: Where) -> Iterator[None]:
+    """Turn the failure to open the home (or store) of ``where`` into a ``UsageError``."""
+    try:
+        yield
     except OSError as e:
         why = e.strerror or str(e)
         if e.filename is not None and str(e.filename) != str(where.home):
@@ -257,6 +276,20 @@ def open_session(where: Where, session_id: str) -> Iterator[tuple[Runtime, Sessi
         raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
     with open_runtime(where) as rt:
         yield rt, rt.store.read_session(ids.resolve_session(rt.store, sid))
+
+
+@contextmanager
+def read_session(
+    home: str | None, project: str | None, session_id: str
+) -> Iterator[tuple[StatusReader, SessionRow]]:
+    """:func:`session_from` for a command that only reads the session's tables (``clew
+    show``): the home opened by :func:`open_reader`, not a runtime."""
+    where = where_from(home, project)
+    sid = validate_session_id(session_id)
+    if not home_exists(where):
+        raise UsageError(f"unknown session {sid}: {where.home} holds no sessions")
+    with open_reader(where) as reader:
+        yield reader, reader.store.read_session(ids.resolve_session(reader.store, sid))
 
 
 @contextmanager

@@ -9,12 +9,12 @@ import sys
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
 
-from actors.cli import ids, render
+from actors.cli import ids, plain_table
 from actors.cli.app import app
 from actors.cli.options import (
     MAX_COUNT,
@@ -23,28 +23,29 @@ from actors.cli.options import (
     Project,
     SessionArg,
     home_exists,
-    open_runtime,
+    open_reader,
     open_session,
+    read_session,
     session_from,
     where_from,
 )
 from actors.cli.output import print_json, print_json_stream, print_result, quoted
 from actors.cli.pager import paged
 from actors.cli.session_filter import Error, Role, Since, Status, UsedModel, session_filter
-from actors.cli.show import ShowOptions, TreeView
-from actors.cli.timeline_rows import print_timeline, timeline_layout
 from actors.documents.excerpts import excerpt, short
 from actors.documents.sessions import session_infos_doc
 from actors.documents.tasks import read_dags, tasks_doc
-from actors.documents.timeline import event_row
 from actors.documents.tree import fork_points, tree_doc
 from actors.errors import UsageError
-from actors.runtime.runtime import Runtime
-from actors.runtime.status import SessionFilter, SessionInfo, select_sessions
+from actors.runtime.status import SessionFilter, SessionInfo, StatusReader, select_sessions
 from eventlog.events import EVENT_TYPES
 from eventlog.global_reads import MAX_PAGE
 from eventlog.records import SessionRow, StoredEvent
 from projections.tree import NodeTree, check_branch_target
+
+if TYPE_CHECKING:
+    from actors.cli.show import ShowOptions
+    from actors.runtime.runtime import Runtime
 
 
 @app.command()
@@ -84,26 +85,46 @@ def sessions(
     if not home_exists(where):  # a read never creates a home
         infos, scenarios = [], {}
     else:
-        with open_runtime(where) as rt:
+        # Read without a runtime: no writer, no actors, no run imports (a fast start).
+        with open_reader(where) as rt:
             if paged_list:
                 rows = _selected_page(rt, chosen, after, limit or 50)
                 infos = [i for i, _ in rows]
                 metadata = {r.session_id: r.metadata for _, r in rows}
             else:
-                infos = rt.sessions() if chosen.selects_all() else select_sessions(rt, chosen)
-                metadata = {r.session_id: r.metadata for r in rt.store.list_sessions()}
+                every = rt.store.list_sessions()  # read once: the lines and the scenarios
+                infos = rt.infos(every)
+                infos = infos if chosen.selects_all() else select_sessions(rt, chosen, infos)
+                metadata = {r.session_id: r.metadata for r in every}
             scenarios = {sid: str(m.get("scenario", "")) for sid, m in metadata.items()}
     if as_json:
         print_json(session_infos_doc(infos, scenarios))
         return
+    next_page = None
+    if paged_list and len(infos) == (limit or 50):
+        next_page = f"next page: clew sessions --after {infos[-1].session_id} --limit {limit or 50}"
+    _print_sessions(infos, scenarios, next_page)
+
+
+def _print_sessions(
+    infos: list[SessionInfo], scenarios: dict[str, str], next_page: str | None
+) -> None:
+    """Print the sessions table (and the next page's command line, if any)."""
+    # Off a terminal the usual table is written as rich writes it, without importing rich.
+    text = plain_table.sessions_text(infos, scenarios) if plain_table.plain_output() else None
+    if text is not None:
+        sys.stdout.write(text if next_page is None else f"{text}{next_page}\n")
+        return
+    from actors.cli import render  # noqa: PLC0415 - rich: a terminal's table only
+
     out = render.make_console()
     out.print(render.sessions_table(infos, scenarios))
-    if paged_list and len(infos) == (limit or 50):
-        out.print(f"next page: clew sessions --after {infos[-1].session_id} --limit {limit or 50}")
+    if next_page is not None:
+        out.print(next_page)
 
 
 def _selected_page(
-    rt: Runtime, chosen: SessionFilter, after: str | None, limit: int
+    rt: StatusReader, chosen: SessionFilter, after: str | None, limit: int
 ) -> list[tuple[SessionInfo, SessionRow]]:
     """The first ``limit`` sessions after ``after`` that ``chosen`` selects, with their rows,
     read a keyset page at a time."""
@@ -120,8 +141,11 @@ def _selected_page(
     return out[:limit]
 
 
-def print_tree(rt: Runtime, sid: str, options: ShowOptions | None = None) -> None:
+def print_tree(rt: Runtime | StatusReader, sid: str, options: ShowOptions | None = None) -> None:
     """Print the node tree of ``sid`` as :mod:`actors.cli.show` lays it out."""
+    from actors.cli import render  # noqa: PLC0415 - rich: not for ``clew sessions``
+    from actors.cli.show import ShowOptions, TreeView  # noqa: PLC0415 - as render
+
     row = rt.store.read_session(sid)
     tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
     out = render.make_console()
@@ -163,10 +187,12 @@ def show(
     as_json: Json = False,
 ) -> None:
     """Show the node tree: chains flat, runs folded, the active path and node visible."""
-    with session_from(home, project, session) as (rt, row):
+    with read_session(home, project, session) as (rt, row):
         sid = row.session_id
         run = ids.resolve_run(rt.store, sid, run_id) if run_id is not None else None
         if not as_json:
+            from actors.cli.show import ShowOptions  # noqa: PLC0415 - as in print_tree
+
             print_tree(rt, sid, ShowOptions(expand_all=expand_all, run=run, depth=depth))
             return
         tree = NodeTree.from_rows(rt.store.read_nodes(sid), row.active_node_id)
@@ -248,6 +274,10 @@ def _print_events(
     page: bool,
 ) -> None:
     """Print the timeline's events as the table (paged on a terminal), JSON or JSON lines."""
+    # Imported here: the events' summaries (of every event type, the LangGraph
+    # checkpointer's too) are for the timeline and export, not ``clew sessions`` or ``show``.
+    from actors.documents.timeline import event_row  # noqa: PLC0415 - see above
+
     if as_jsonl:
         encode = msgspec.json.Encoder().encode
         write = sys.stdout.write
@@ -258,6 +288,8 @@ def _print_events(
     if as_json:
         print_json_stream({"session_id": sid}, "events", map(event_row, events))
         return
+    from actors.cli.timeline_rows import print_timeline, timeline_layout  # noqa: PLC0415 - as above
+
     layout = timeline_layout(
         sid, (r.run_id for r in rt.store.read_runs(sid)), rt.store.count_events(sid)
     )
@@ -275,6 +307,8 @@ def _print_events(
 
 def print_tasks(rt: Runtime, row: SessionRow) -> None:
     """Print the task DAG of each of the session's Task WALs and how each WAL reads."""
+    from actors.cli import render  # noqa: PLC0415 - as in print_tree
+
     sid = row.session_id
     out = render.make_console()
     # The session's own project directory, whatever --project says (refused if gone).
@@ -341,6 +375,8 @@ def export(
 
         bundle_commands.write_bundle(where, session, bundle)
         return
+    from actors.documents.timeline import event_row  # noqa: PLC0415 - as in _print_events
+
     encode = msgspec.json.Encoder().encode
     with open_session(where, session) as (rt, row):
         write = sys.stdout.write

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,14 +18,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from actors.documents.excerpts import clip, short
-from actors.replay.divergence import ordered
-from actors.replay.report import ReplayReport
-from actors.runtime.status import SessionInfo
-from actors.tasks.changes import TaskWalReport
 from eventlog.ids import task_of
-from eventlog.records import SessionRow
-from projections.taskdag import Task
-from projections.tree import NodeTree
+
+if TYPE_CHECKING:
+    from actors.replay.report import ReplayReport
+    from actors.runtime.status import SessionInfo
+    from actors.tasks.changes import TaskWalReport
+    from eventlog.records import SessionRow
+    from projections.taskdag import Task
+    from projections.tree import NodeTree
 
 _STATUS_STYLE = {
     "completed": "green",
@@ -157,6 +159,8 @@ def tasks_table(sid: str, w: TaskWalReport, tasks: Sequence[Task]) -> Table:
 def replay_lines(report: ReplayReport) -> list[str]:
     """Return the divergence report of a replay: the first divergence with its changed
     fields (a text as a unified diff), its consequences folded, the other divergences."""
+    from actors.replay.divergence import ordered  # noqa: PLC0415 - a replay's report only
+
     lines = [report.summary()]
     first, then = report.first_divergence, report.consequences
     if first is not None:

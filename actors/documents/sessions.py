@@ -7,17 +7,19 @@ A session's status is derived once, by :func:`actors.runtime.status.session_info
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from actors.documents.excerpts import clip
-from actors.runtime.runtime import Runtime
 from actors.runtime.status import SessionInfo, owner_decides, session_info
 from eventlog.events import EVENT_TYPES
 from eventlog.global_reads import MAX_PAGE
 from eventlog.ids import is_main_run, relative
 from eventlog.records import RunRow, SessionRow
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
 
 #: The longest title shown in the sessions list.
 TITLE_LEN: Final = 80

@@ -6,16 +6,18 @@ ids relative), the second derived from the first.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors.runtime.runtime import Runtime
 from actors.tasks.changes import TaskWalReport
 from actors.tasks.inspect import inspect_wals
 from eventlog.errors import ClewError
 from eventlog.ids import relative
 from projections.taskdag import Task
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
 
 
 def read_dags(rt: Runtime, sid: str, project: Path) -> list[tuple[TaskWalReport, list[Task]]]:

@@ -5,14 +5,16 @@ filtered page of them.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from actors.documents.summaries import summarise
-from actors.runtime.runtime import Runtime
 from eventlog.ids import relative
 from eventlog.records import StoredEvent
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
 
 #: The longest page of the timeline one request returns.
 MAX_PAGE: Final = 500

@@ -6,16 +6,19 @@ artifact's preview, and the points other agents and sessions were forked from.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from actors.documents.excerpts import excerpt
-from actors.runtime.runtime import Runtime
 from eventlog.blocks import ArtifactRefBlock, ToolCallBlock, ToolResultBlock
 from eventlog.ids import relative
 from eventlog.records import NodeRow
 from projections.tree import NodeTree
+
+if TYPE_CHECKING:
+    from actors.runtime.runtime import Runtime
+    from actors.runtime.status import StatusReader
 
 #: The most nodes one excerpts request answers (a page of the tree view).
 MAX_EXCERPTS: Final = 500
@@ -56,7 +59,7 @@ def tree_doc(sid: str, tree: NodeTree) -> dict[str, Any]:
     }
 
 
-def fork_points(rt: Runtime, sid: str) -> dict[str, str]:
+def fork_points(rt: Runtime | StatusReader, sid: str) -> dict[str, str]:
     """Return the session's nodes (full ids) another agent or session was forked from,
     and by whom (``agent brain:r1/w1``, ``session sess_…``)."""
     points = {

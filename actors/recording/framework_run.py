@@ -47,8 +47,8 @@ from actors.recording.bridge import Bridge
 from actors.recording.inputs import FLOW, RunInputs
 from actors.recording.stops import interruption, is_replay_stop
 from actors.replay.requests import requested_event
-from actors.runtime.engine import OPEN_RUN_STATUSES
 from actors.runtime.start import check_prompt, owned_run
+from actors.runtime.status import OPEN_RUN_STATUSES
 from actors.runtime.upkeep import refuse_if_archived
 from eventlog.blocks import JsonBlock, TextBlock, ToolCallBlock
 from eventlog.events import (

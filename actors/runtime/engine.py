@@ -6,7 +6,8 @@ starting, recovering, branching, upkeep, serving — are functions over an engin
 their own modules; :class:`~actors.runtime.session.Session` applies them to one session
 and :class:`~actors.runtime.runtime.Runtime` opens the home.
 
-Session ownership is an ``flock`` on ``<home>/locks/<session_id>.lock`` (:class:`SessionLock`).
+Session ownership is an ``flock`` on ``<home>/locks/<session_id>.lock``
+(:class:`~actors.runtime.coord.ownership.SessionLock`).
 Why a lock file and not an owner id + heartbeat: the kernel drops an ``flock`` the
 instant its process dies (``kill -9``, OOM, power loss included), so "interrupted" needs
 no clock, no timeout and no guess about a slow process. A run the store says is
@@ -17,7 +18,6 @@ created 0700 and a lock file 0600, whatever the umask.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import threading
 from collections import OrderedDict
@@ -30,7 +30,7 @@ from actors.errors import ProjectDirGone, SessionBusy
 from actors.observe.logs import RunLogs
 from actors.observe.tracing import Tracing, trace_commits, tracer_for
 from actors.recording.inputs import RunSettings
-from actors.runtime.coord.ownership import SessionLeases
+from actors.runtime.coord.ownership import SessionLeases, SessionLock, lock_file
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.faults import FaultPlan
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
@@ -63,9 +63,6 @@ class _RunInProgress(Protocol):
     def stop(self, reason: str, wait: float) -> None: ...
 
 
-#: Run statuses that mean "not finished": owned by a live process, or interrupted.
-OPEN_RUN_STATUSES = ("running", "pending")
-
 #: Sessions whose runs' memo (context, hashers) an engine keeps: a few hundred KB each
 #: at 800 messages (the messages are the store's kept path's, shared).
 MEMO_SESSIONS = 8
@@ -89,56 +86,6 @@ def runs_in_progress() -> bool:
     """True when an open engine of this process has a main run in progress."""
     with _OPEN_LOCK:
         return any(engine.runs for engine in _OPEN)
-
-
-class SessionLock:
-    """An exclusive, non-blocking, process-lifetime lock on one session."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self) -> bool:
-        """Take the lock; return False if another open file description holds it."""
-        if self._fd is not None:
-            return True
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return True
-
-    def release(self) -> None:
-        """Drop the lock (the file stays; it is reused)."""
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-    def held_elsewhere(self) -> bool:
-        """True when some live process holds the lock (probe: try it and let go).
-
-        The probe opens the file read-only and writes nothing.
-        """
-        if self._fd is not None:
-            return False
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)  # closing drops the probe's lock, if it got one
-        return False
 
 
 class Engine:
@@ -248,7 +195,7 @@ class Engine:
     # --- ownership ------------------------------------------------------------------------
 
     def _lock_file(self, session_id: str) -> SessionLock:
-        return SessionLock(self.home / "locks" / f"{session_id}.lock")
+        return lock_file(self.home, session_id)
 
     def refuse_if_read_only(self, what: str) -> None:
         """Raise ``ReadOnlyStore`` naming ``what`` and the store (the home, or the

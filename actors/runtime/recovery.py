@@ -51,9 +51,9 @@ from actors.replay.options import ReplayOptions
 from actors.replay.requests import StoreRequests
 from actors.runtime import control, waiting
 from actors.runtime.config import Chains, RunConfig, team_for_replay, team_for_resume
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names
+from actors.runtime.engine import Engine, model_names
 from actors.runtime.start import execute_prepared, owned_run
-from actors.runtime.status import interrupted_runs, main_runs
+from actors.runtime.status import OPEN_RUN_STATUSES, interrupted_runs, main_runs
 from actors.runtime.upkeep import refuse_if_archived
 from actors.tasks.agreement import run_wal_name
 from actors.tasks.manager import CALL_TIMEOUT

@@ -28,7 +28,7 @@ from actors.runtime.session import Session
 from actors.runtime.status import SessionInfo
 from eventlog.clock import Clock
 from eventlog.ids import IdSource, validate_session_id
-from eventlog.locations import is_postgres_url
+from eventlog.locations import home_from_env, is_postgres_url
 from eventlog.records import SessionRow
 from eventlog.sqlite import Durability
 from eventlog.store import EventStore
@@ -45,11 +45,6 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def home_from_env(env: Mapping[str, str], home: str | os.PathLike[str] | None = None) -> Path:
-    """Return ``home`` if given, else ``$CLEW_HOME``, else ``~/.clew``."""
-    return Path(home or env.get("CLEW_HOME") or "~/.clew").expanduser()
 
 
 class _PerSession(Generic[P, R]):

@@ -56,10 +56,10 @@ from actors.observe.metrics import Labels, Metrics, MetricsServer
 from actors.orchestration.team import Team
 from actors.runtime.config import RunConfig
 from actors.runtime.coord.protocol import Coordinator, QueuedRun, RunSpec, worker_lease
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, session_dir
+from actors.runtime.engine import Engine, session_dir
 from actors.runtime.recovery import resume, resume_ready
 from actors.runtime.start import create_session, fresh_session_id, start_run
-from actors.runtime.status import main_runs
+from actors.runtime.status import OPEN_RUN_STATUSES, main_runs
 from eventlog.errors import ClewError, quoted
 from eventlog.events import ModelFailed, ModelResponded
 from eventlog.ids import is_main_run

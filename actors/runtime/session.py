@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from actors.errors import UsageError
 from actors.runtime import status
-from actors.runtime.engine import Engine, SessionLock, session_dir, task_wals
+from actors.runtime.coord.ownership import SessionLock
+from actors.runtime.engine import Engine, session_dir, task_wals
 from actors.runtime.status import SessionInfo, Stop
 from eventlog.ids import validate_session_id
 

@@ -49,7 +49,8 @@ from actors.orchestration.main_run import RunOutcome
 from actors.recording.inputs import FLOW, RunInputs, tool_records
 from actors.runtime import control
 from actors.runtime.config import RunConfig, context_record, team_for_run
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, model_names, session_dir
+from actors.runtime.engine import Engine, model_names, session_dir
+from actors.runtime.status import OPEN_RUN_STATUSES
 from actors.runtime.upkeep import refuse_if_archived
 from eventlog.errors import ClewError
 from eventlog.events import SessionCreated

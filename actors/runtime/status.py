@@ -47,19 +47,25 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Final, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
 
 from actors.errors import UsageError
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine
+from actors.runtime.coord.ownership import SessionLeases, lock_file
 from actors.tasks.agreement import run_wal_name
 from eventlog.events import ModelRequested
 from eventlog.ids import is_main_run, validate_session_id
-from eventlog.locations import is_postgres_url
+from eventlog.locations import is_postgres_url, open_store
 from eventlog.records import RunRow, SessionRow, StoredEvent
 from eventlog.store import EventStore
 
+if TYPE_CHECKING:
+    from actors.runtime.engine import Engine
+
+#: Run statuses that mean "not finished": owned by a live process, or interrupted.
+OPEN_RUN_STATUSES: Final = ("running", "pending")
 #: Run statuses of a run parked until a person answers (the human-in-the-loop work).
 WAITING_RUN_STATUSES: Final = frozenset({"waiting", "parked"})
 #: Stored run statuses shown under another name.
@@ -155,7 +161,17 @@ def info(engine: Engine, row: SessionRow) -> SessionInfo:
 _RUNS_CHUNK: Final = 500
 
 
-def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
+class Owners(Protocol):
+    """What telling sessions' statuses reads: the store, and who owns a session (an
+    :class:`~actors.runtime.engine.Engine`, or a :class:`StatusReader`)."""
+
+    @property
+    def store(self) -> EventStore: ...
+
+    def is_owned(self, session_id: str) -> bool: ...
+
+
+def infos(engine: Owners, rows: Sequence[SessionRow]) -> list[SessionInfo]:
     """Return the summary lines of the sessions ``rows``, in their order.
 
     The runs of up to :data:`_RUNS_CHUNK` sessions come from one query of the global
@@ -177,7 +193,7 @@ def infos(engine: Engine, rows: Sequence[SessionRow]) -> list[SessionInfo]:
     return out
 
 
-def main_runs(engine: Engine, session_id: str) -> list[str]:
+def main_runs(engine: Owners, session_id: str) -> list[str]:
     """Return the session's main (Brain) runs in start order."""
     sid = validate_session_id(session_id)
     return [r.run_id for r in engine.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
@@ -197,6 +213,66 @@ def interrupted_runs(engine: Engine, session_id: str) -> list[str]:
     if not open_runs or engine.is_owned(sid):
         return []
     return open_runs
+
+
+class StatusReader:
+    """A home opened read-only to list its sessions and tell their status, without an
+    :class:`~actors.runtime.engine.Engine`: the store and the owner probes (the lock
+    files; the leases, on a PostgreSQL store), and no writer, no actors, none of what a
+    run imports — so ``clew sessions`` and ``clew show`` start in a few times the
+    interpreter's own start (``benchmarks/bench_cli.py``). It takes no lock, writes
+    nothing, and tells a status as a read-only :class:`~actors.runtime.runtime.Runtime`
+    does."""
+
+    def __init__(self, home: Path, store: str | None = None) -> None:
+        """Open the store of the home ``home`` (SQLite), or the ``postgresql://`` store
+        ``store``, read-only.
+
+        Raises:
+            StoreError: there is no store, or its schema cannot be read without migrating it.
+        """
+        postgres = store is not None and is_postgres_url(store)
+        self.home = home
+        # Opened as a read-only Engine opens it (engine.py, ``_open_store``).
+        #: The event store, read-only.
+        self.store: EventStore = (
+            open_store(store, read_only=True)
+            if store is not None and postgres
+            else open_store(
+                home / "sessions.sqlite", artifacts_dir=home / "artifacts", read_only=True
+            )
+        )
+        # Leases read (never taken) where a read-only Engine reads them: a PostgreSQL store's.
+        self._leases = SessionLeases(home, coordinator=store if postgres else None, enabled=False)
+
+    def __enter__(self) -> StatusReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the leases' coordinator (if one was opened) and the store."""
+        self._leases.close()
+        self.store.close()
+
+    def is_owned(self, session_id: str) -> bool:
+        """True when a live process holds the session's owner lock (or its lease)."""
+        return lock_file(self.home, session_id).held_elsewhere() or self._leases.held_elsewhere(
+            session_id
+        )
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session with its status, as ``Runtime.sessions()`` returns them."""
+        return infos(self, self.store.list_sessions())
+
+    def infos(self, rows: Sequence[SessionRow]) -> list[SessionInfo]:
+        """The summary lines of the sessions ``rows``, in their order (:func:`infos`)."""
+        return infos(self, rows)
+
+    def main_runs(self, session_id: str) -> list[str]:
+        """The session's main (Brain) runs in start order (:func:`main_runs`)."""
+        return main_runs(self, session_id)
 
 
 # --- following ----------------------------------------------------------------------------

@@ -84,8 +84,8 @@ from actors.errors import (
 from actors.models.storable import check_text
 from actors.recording.inputs import flow_of
 from actors.runtime import control
-from actors.runtime.engine import OPEN_RUN_STATUSES, Engine, session_dir, task_wals
-from actors.runtime.status import main_runs
+from actors.runtime.engine import Engine, session_dir, task_wals
+from actors.runtime.status import OPEN_RUN_STATUSES, main_runs
 from actors.runtime.waiting import wait_state
 from actors.tasks.agreement import disagreements, run_wal_name
 from actors.tasks.changes import TaskWalReport

@@ -1,4 +1,4 @@
-"""Session ownership by lease, beside the owner lock file.
+"""Session ownership: the owner lock file (:class:`SessionLock`), and the lease beside it.
 
 How the two fit: on one host the ``flock`` is still taken (the kernel drops it the
 instant a process dies, so a resume on the same host never waits). When the runtime has
@@ -18,6 +18,7 @@ expiry is only the other hosts' way to learn that the owner is gone.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import threading
@@ -47,6 +48,61 @@ def owner_is_dead_here(owner: str) -> bool:
     except OSError:  # it exists (another user's process: EPERM)
         return False
     return False
+
+
+class SessionLock:
+    """An exclusive, non-blocking, process-lifetime lock on one session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; return False if another open file description holds it."""
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Drop the lock (the file stays; it is reused)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def held_elsewhere(self) -> bool:
+        """True when some live process holds the lock (probe: try it and let go).
+
+        The probe opens the file read-only and writes nothing.
+        """
+        if self._fd is not None:
+            return False
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's lock, if it got one
+        return False
+
+
+def lock_file(home: Path, session_id: str) -> SessionLock:
+    """The owner lock of the session ``session_id`` of ``home``: ``<home>/locks/<id>.lock``."""
+    return SessionLock(home / "locks" / f"{session_id}.lock")
 
 
 class SessionLeases:

@@ -113,6 +113,38 @@ def test_call_and_calls_load_no_orchestration_no_provider_no_httpx(
     assert (0, []) == (code, under(modules, RUNTIME))
 
 
+#: What ``clew sessions`` reads without (issue 34): no runtime — the engine, its writer and
+#: actors (``actors.runtime.status.StatusReader`` reads the store) — no pydantic (typer's
+#: coercion: actors/cli/plain_values.py) and, off a terminal, no rich
+#: (actors/cli/plain_table.py). ``clew show`` draws with rich, and needs none of the rest.
+NOT_FOR_SESSIONS = (
+    "actors.runtime.engine",
+    "actors.runtime.runtime",
+    "actors.runtime.session",
+    "eventlog.writer",
+    "pykka",
+    "pydantic",
+    "pydantic_core",
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "heavy"), [("sessions", (*NOT_FOR_SESSIONS, "rich")), ("show", NOT_FOR_SESSIONS)]
+)
+def test_sessions_and_show_open_no_runtime_and_load_no_pydantic(
+    demo: tuple[Where, str], command: str, heavy: tuple[str, ...]
+) -> None:
+    where, sid = demo
+    args = ["--home", str(where.home), "--project", str(where.project)]
+    head, page = ([command], ["--limit", "50"]) if command == "sessions" else ([command, sid], [])
+    for extra in ([], ["--json"], page):
+        argv = [*head, *args, *extra]
+
+        code, modules = imported(*argv)
+
+        assert (0, []) == (code, under(modules, heavy)), argv
+
+
 def test_sessions_imports_only_its_own_command_module(demo: tuple[Where, str]) -> None:
     where, _ = demo
 

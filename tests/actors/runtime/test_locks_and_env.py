@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime.engine import SessionLock
+from actors.runtime.coord.ownership import SessionLock
 from actors.runtime.runtime import Runtime
 from eventlog.errors import ClewError
 
