@@ -33,6 +33,7 @@ from actors.recording.inputs import RunSettings
 from actors.runtime.coord.ownership import SessionLeases, SessionLock, lock_file
 from actors.runtime.coord.protocol import DEFAULT_LEASE_TTL_S, Coordinator
 from actors.runtime.faults import FaultPlan
+from actors.runtime.status import OPEN_RUN_STATUSES  # noqa: F401 - its 0.2 path (docs/events.md)
 from actors.tasks.manager import TaskManagerProxy, start_task_manager, stop_task_manager
 from eventlog.clock import Clock, SystemClock
 from eventlog.errors import ReadOnlyStore, StoreError

@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import msgspec
 
@@ -60,9 +60,6 @@ from eventlog.ids import is_main_run, validate_session_id
 from eventlog.locations import is_postgres_url, open_store
 from eventlog.records import RunRow, SessionRow, StoredEvent
 from eventlog.store import EventStore
-
-if TYPE_CHECKING:
-    from actors.runtime.engine import Engine
 
 #: Run statuses that mean "not finished": owned by a live process, or interrupted.
 OPEN_RUN_STATUSES: Final = ("running", "pending")
@@ -146,7 +143,7 @@ def session_info(
     )
 
 
-def info(engine: Engine, row: SessionRow) -> SessionInfo:
+def info(engine: Owners, row: SessionRow) -> SessionInfo:
     """Return the summary line of the session whose row is ``row``."""
     sid = row.session_id
     return session_info(
@@ -169,6 +166,14 @@ class Owners(Protocol):
     def store(self) -> EventStore: ...
 
     def is_owned(self, session_id: str) -> bool: ...
+
+
+class Followed(Owners, Protocol):
+    """What following a session as it is written reads besides: where the store is (a
+    PostgreSQL store wakes a follower at each commit)."""
+
+    @property
+    def location(self) -> str: ...
 
 
 def infos(engine: Owners, rows: Sequence[SessionRow]) -> list[SessionInfo]:
@@ -199,13 +204,13 @@ def main_runs(engine: Owners, session_id: str) -> list[str]:
     return [r.run_id for r in engine.store.read_runs(sid) if is_main_run(sid, r.agent_id)]
 
 
-def wal_names(engine: Engine, session_id: str) -> list[str]:
+def wal_names(engine: Owners, session_id: str) -> list[str]:
     """Return the Task WAL name of each main run of the session, in run order."""
     sid = validate_session_id(session_id)
     return [run_wal_name(r, engine.store.read_run(sid, r)) for r in main_runs(engine, sid)]
 
 
-def interrupted_runs(engine: Engine, session_id: str) -> list[str]:
+def interrupted_runs(engine: Owners, session_id: str) -> list[str]:
     """Runs the store says are running/pending while no live process owns the session."""
     sid = validate_session_id(session_id)
     runs = engine.store.read_runs(sid)
@@ -283,7 +288,7 @@ Stop = threading.Event | Callable[[], bool]
 FOLLOW_BATCH = 1000
 
 
-def run_in_progress(engine: Engine, session_id: str) -> bool:
+def run_in_progress(engine: Owners, session_id: str) -> bool:
     """True when a run of the session is open in the store and its owner is alive."""
     runs = engine.store.read_runs(session_id)
     # The store first: the owner-lock probe only when a run is open (a live owner then
@@ -292,7 +297,7 @@ def run_in_progress(engine: Engine, session_id: str) -> bool:
 
 
 def follow(
-    engine: Engine,
+    engine: Followed,
     session_id: str,
     since_seq: int = 0,
     *,
@@ -318,7 +323,7 @@ def follow(
     return _poll(engine.store, sid, since_seq, poll_s, stop, idle, lambda: _waiter(engine, sid))
 
 
-def _waiter(engine: Engine, sid: str) -> _Waiter | None:
+def _waiter(engine: Followed, sid: str) -> _Waiter | None:
     """On PostgreSQL, a ``LISTEN`` connection that wakes the follower at each commit of the
     session, whichever process or host wrote it (eventlog/postgres/notify.py)."""
     if not is_postgres_url(engine.location):
