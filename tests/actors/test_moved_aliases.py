@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from actors.moved import MOVED  # importing actors installs the finder of moved modules
+from actors.runtime import engine, status
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
@@ -25,6 +26,4 @@ def test_an_old_name_warns_with_its_new_path_and_reads_the_new_module(old: str, 
 def test_names_documented_at_a_module_that_no_longer_defines_them_still_import() -> None:
     # docs/events.md of 0.2 names `OPEN_RUN_STATUSES` (actors/runtime/engine.py); 0.3
     # defines it in actors.runtime.status (what `clew sessions` imports without an engine)
-    from actors.runtime import engine, status
-
     assert engine.OPEN_RUN_STATUSES is status.OPEN_RUN_STATUSES

@@ -10,14 +10,19 @@ same files, read with :func:`calls` and :func:`ledger`.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _processes import child_env
+from fake_server import FakeServer
+from fake_server import Reply as ServerReply
 
 from actors.runtime.runtime import Runtime
 
@@ -132,3 +137,59 @@ def resume_and_check(tmp_path: Path, desk: Desk, home: Path, sid: str) -> int:
         assert report.identical, report.summary()
         assert rt.verify(sid).ok
         return resent
+
+
+class StreamKiller:
+    """A loopback server's responder (``respond``, a desk's Chat Completions answers)
+    that SIGKILLs the desk's child in the middle of its ``kill_in_stream``-th streamed
+    response: the server sends the first parts, the child reads them and dies, then the
+    stream is released."""
+
+    def __init__(self, server: FakeServer, respond: Callable[[str, Any], Any]) -> None:
+        self.server = server
+        self.respond = respond
+        self.kill_in_stream = 0
+        self.child: subprocess.Popen[str] | None = None
+        self._streams = 0
+
+    def reply(self, path: str, body: Any) -> Any:
+        answer = self.respond(path, body)
+        if not body.get("stream"):
+            return answer
+        self._streams += 1
+        if self._streams != self.kill_in_stream or self.child is None:
+            return answer
+        release = threading.Event()
+        child = self.child
+
+        def kill() -> None:  # the child has read the first parts of the stream
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            release.set()
+
+        threading.Timer(0.3, kill).start()
+        return ServerReply(content_type=answer.content_type, parts=answer.parts,
+                           stall_after=2, release=release)  # fmt: skip
+
+    @property
+    def posts(self) -> int:
+        return sum(1 for r in self.server.requests if r.path.endswith("/chat/completions"))
+
+    def killed_session(
+        self, tmp_path: Path, desk: Desk, point: Mapping[str, str]
+    ) -> tuple[Path, str]:
+        """Run ``desk``'s child on a new session against this server (``point``: its
+        environment) until it is SIGKILLed; return the home and the session."""
+        home = tmp_path / "home"
+        with Runtime(home, tmp_path) as rt:
+            sid = rt.new_session().id
+        self.child = subprocess.Popen(
+            [sys.executable, str(desk.script), str(home), sid, str(tmp_path)],
+            env=child_env(DESK_BASE_URL=self.server.url, **point),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        out, err = self.child.communicate(timeout=120)
+        assert -9 == self.child.returncode, out + err
+        return home, sid

@@ -13,12 +13,13 @@ session with ``Runtime.from_env`` (so the ``CLEW_FAULT_*`` variables apply);
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from _framework_checks import Desk
 from pydantic import BaseModel
@@ -112,10 +113,11 @@ def desk(
 
 
 def openai_desk_reply(path: str, body: Any) -> Any:
-    """Answer the desk's Chat Completions requests like a provider, by turn: look the
-    order up, refund it, then the typed answer (``final_result``)."""
+    """Answer the desk's Chat Completions requests like a provider, by turn (streamed when
+    asked): look the order up, refund it, then the typed answer (``final_result``)."""
     from fake_server import Reply as ServerReply  # noqa: PLC0415 - the test server's
     from fake_server import openai_reply  # noqa: PLC0415
+    from sse_bodies import StreamedCall, openai_stream, sse_reply  # noqa: PLC0415
 
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     name, args = [
@@ -123,8 +125,17 @@ def openai_desk_reply(path: str, body: Any) -> Any:
         ("issue_refund", {"order_id": "A-17", "amount": 42.5}),
         ("final_result", {"answer": "Refunded 42.50 for A-17.", "refunded": 42.5}),
     ][min(turn, 2)]
+    if body.get("stream"):
+        streamed = StreamedCall(id=f"call-{turn + 1}", name=name, fragments=[json.dumps(args)])
+        return sse_reply(openai_stream(calls=[streamed], finish_reason="tool_calls"))
     call = {"id": f"call-{turn + 1}", "name": name, "arguments": json.dumps(args)}
     return ServerReply(body=openai_reply(None, tool_calls=[call], finish_reason="tool_calls"))
+
+
+async def streamed(agent: DurableAgent, session: Any) -> Reply:
+    """Run the desk with ``run_stream`` to its typed output."""
+    async with agent.run_stream(PROMPT, session=session) as result:
+        return cast(Reply, await result.get_output())
 
 
 #: The desk, for the checks every framework's run passes (``_framework_checks``).
@@ -142,7 +153,8 @@ if __name__ == "__main__":
     home, sid, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     with Runtime.from_env(home=home, project_dir=str(work)) as rt:
         kill = os.environ.get("DESK_KILL_IN_REFUND") == "1"
-        result = desk(work, kill=kill, base_url=os.environ.get("DESK_BASE_URL")).run_sync(
-            PROMPT, session=rt.session(sid)
-        )
-        print(result.output.model_dump_json())
+        agent = desk(work, kill=kill, base_url=os.environ.get("DESK_BASE_URL"))
+        if os.environ.get("DESK_STREAM") == "1":  # run_stream: each reply streamed
+            print(asyncio.run(streamed(agent, rt.session(sid))).model_dump_json())
+        else:
+            print(agent.run_sync(PROMPT, session=rt.session(sid)).output.model_dump_json())

@@ -1,10 +1,12 @@
 """The support desk on Pydantic AI's OpenAI model against a loopback server that counts
-requests: SIGKILLed at every commit boundary, before each tool and inside the refund, it
-resumes to completion; the server sees an uninterrupted run's requests plus at most the
-one in flight at the kill; the refund is in the ledger once; replay identical, verify ok."""
+requests: SIGKILLed at every commit boundary, before each tool, inside the refund and in
+the middle of a streamed response (``run_stream``), it resumes to completion; the server
+sees an uninterrupted run's requests plus at most the one in flight at the kill; the
+refund is in the ledger once; replay identical, verify ok."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,8 +15,8 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("openai")
 
-from _framework_checks import KILL_POINTS, crashed_session, ledger
-from _pyai_desk import DESK, PROMPT, Reply, desk, openai_desk_reply
+from _framework_checks import KILL_POINTS, StreamKiller, crashed_session, ledger
+from _pyai_desk import DESK, PROMPT, Reply, desk, openai_desk_reply, streamed
 from fake_server import FakeServer
 
 from actors.runtime.runtime import Runtime
@@ -66,3 +68,46 @@ def test_a_kill_resumes_with_at_most_the_request_in_flight_sent_again(
         assert rt.replay(sid, agent=agent).identical
         assert rt.verify(sid).ok
         assert sent == _posts(server)  # the replay sent nothing
+
+
+@pytest.fixture
+def loop() -> Iterator[StreamKiller]:
+    with FakeServer() as server:
+        killer = StreamKiller(server, openai_desk_reply)
+        server.answer_with(killer.reply)
+        yield killer
+
+
+def test_a_streamed_run_streams_every_request_and_replays_offline(
+    tmp_path: Path, loop: StreamKiller
+) -> None:
+    agent = desk(tmp_path, base_url=loop.server.url)
+    with Runtime(tmp_path / "home", tmp_path) as rt:
+        session = rt.new_session()
+        assert Reply(answer="Refunded 42.50 for A-17.", refunded=42.5) == asyncio.run(
+            streamed(agent, session)
+        )
+        assert [True] * REQUESTS == [r.json().get("stream") for r in loop.server.requests]
+        assert rt.replay(session.id, agent=agent).identical
+        assert REQUESTS == loop.posts
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_kill_in_the_middle_of_a_streamed_response_resumes(
+    tmp_path: Path, loop: StreamKiller, n: int
+) -> None:
+    loop.kill_in_stream = n
+    home, sid = loop.killed_session(tmp_path, DESK, {"DESK_STREAM": "1"})
+    agent = desk(tmp_path, base_url=loop.server.url)
+    with Runtime(home, tmp_path) as rt:
+        outcome = rt.resume(sid, agent=agent)
+        assert "completed" == outcome.status, outcome.error
+        assert Reply(answer="Refunded 42.50 for A-17.", refunded=42.5) == outcome.output
+        # the stream cut at the kill is asked again (not streamed: a resume runs the agent
+        # with Agent.run); what the dead process had been answered is not
+        assert REQUESTS <= loop.posts <= REQUESTS + 1
+        assert 1 == len(ledger(tmp_path))
+        sent = loop.posts
+        assert rt.replay(sid, agent=agent).identical
+        assert rt.verify(sid).ok
+        assert sent == loop.posts  # the replay sent nothing
