@@ -36,7 +36,7 @@ from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.result import StreamedRunResult
 
-from actors.errors import DurableRunFailed
+from actors.errors import DurableRunFailed, UsageError
 from actors.models.tools import InDoubtPolicy
 from actors.pydantic_ai.messages import jsonable
 from actors.pydantic_ai.model import RecordedModel
@@ -115,6 +115,8 @@ class DurableAgent:
         Raises:
             NeedsResume: the session has an interrupted run.
             DurableRunFailed: the run was interrupted by its environment.
+            UsageError: ``message_history`` (not recorded yet: a resume could not give it
+                back).
         """
         return result(await self._live(user_prompt, session, kwargs))
 
@@ -138,6 +140,19 @@ class DurableAgent:
         async with streamed(live) as stream:
             yield stream
 
+    def iter(self, user_prompt: str, *, session: Session, **kwargs: Any) -> Any:
+        """Not supported yet: ``Agent.iter`` runs each node in the caller's task, outside
+        the recording's seams, so its model requests and tool calls would not be recorded.
+
+        Raises:
+            UsageError: always, naming what to use instead.
+        """
+        del user_prompt, session, kwargs
+        raise UsageError(
+            "DurableAgent.iter is not supported yet (its nodes would run outside the "
+            "recording): use run, run_sync or run_stream"
+        )
+
     async def _live(
         self,
         prompt: str,
@@ -145,6 +160,11 @@ class DurableAgent:
         kwargs: dict[str, Any],
         handoff: Handoff[StreamedRunResult[Any, Any]] | None = None,
     ) -> Drive[AgentRunResult[Any]]:
+        if kwargs.get("message_history"):
+            raise UsageError(
+                "message_history is not recorded yet, so a resume could not give it back: "
+                "each durable run starts its own conversation (docs/pydantic-ai.md)"
+            )
         loop = partial(self._agent_run, kwargs=kwargs, handoff=handoff)
         return await live_run(self._framework, session, prompt, self.model.model_name, loop)
 
