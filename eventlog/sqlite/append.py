@@ -198,12 +198,22 @@ class BatchAppend:
         results: Results,
         done: list[tuple[int, list[StoredEvent]]],
     ) -> None:
-        """The careful pass: a savepoint per request, so a failure undoes only its own."""
+        """The careful pass: a savepoint per request, so a failure undoes only its own —
+        and the later requests of the same run: a run's events are its causal history, so
+        one must not commit after an earlier one of its own failed (a smaller one may fit
+        where a larger one did not, on a full disk), or a resume would find a gap."""
         touched: dict[str, str] = {}
+        failed: dict[str, ClewError] = {}  # run id → why its earlier request failed
         for i in live:
-            if results[i] is not None:
-                continue  # failed in the optimistic pass: not run again
             req = requests[i]
+            earlier = results[i]
+            if earlier is not None:  # failed in the optimistic pass: not run again
+                if req.run_id is not None and isinstance(earlier, ClewError):
+                    failed.setdefault(req.run_id, earlier)
+                continue
+            if req.run_id is not None and req.run_id in failed:
+                results[i] = _after_failure(failed[req.run_id])
+                continue
             snapshot = self._counters.snapshot(req)
             try:
                 with txn.savepoint():
@@ -215,6 +225,8 @@ class BatchAppend:
                     raise
                 results[i] = e
                 self._counters.restore(req, snapshot)
+                if req.run_id is not None:
+                    failed.setdefault(req.run_id, e)
                 continue
             done.append((i, stored))
             touched[req.session_id] = req.created_at
@@ -329,3 +341,13 @@ class BatchAppend:
         for created, data in artifacts:
             self.artifacts.write(sid, data, ext=created.path.rsplit(".", 1)[-1])
         return planned, [created for created, _ in artifacts]
+
+
+def _after_failure(why: ClewError) -> ClewError:
+    """The error of a request not run because an earlier request of its run failed: of the
+    same kind (a full disk interrupts the run alike), naming the first failure."""
+    text = f"not appended, after an earlier event of its run failed: {why}"
+    try:
+        return type(why)(text)
+    except Exception:  # an error class with another constructor
+        return StoreError(text)

@@ -10,7 +10,7 @@ from eventlog.errors import InvalidSessionId, StoreError
 from eventlog.events import AgentCreated, TodoUpdated
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
-from tests.eventlog.store_conformance import SID, append, appended, at, created, node, todo
+from tests.eventlog.store_conformance import SID, append, appended, at, created, node, req, todo
 
 
 def _store_failing_once_at(tmp_path: Path, step: str, error: BaseException) -> SQLiteStore:
@@ -150,4 +150,24 @@ def test_a_full_database_mid_batch_names_the_cause_and_loses_no_committed_reques
     assert [1, *committed] == [e.seq for e in store.read_events(SID)]
     writer.pragma("max_page_count", 2**31)
     assert [len(store.read_events(SID)) + 1] == [e.seq for e in append(store, todo("c"))]
+    store.close()
+
+
+def test_a_failed_request_fails_the_later_requests_of_its_run_in_the_batch(
+    tmp_path: Path,
+) -> None:
+    # A run's events are its causal history: on a full disk a smaller event may fit where
+    # a larger one did not, and committing it would leave a gap a resume diverges on.
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    append(store, created())
+    note: object = object()
+    unencodable = req(TodoUpdated(todo_id="t1", status="running", note=note), SID, run_id="r1")  # type: ignore[arg-type]
+    results = store.append_batch(
+        [todo("a", run_id="r1"), unencodable, todo("b", run_id="r1"), todo("c", run_id="r2")]
+    )
+    kinds = [list if isinstance(r, list) else type(r) for r in results]
+    assert [list, StoreError, StoreError, list] == kinds
+    assert "after an earlier event of its run failed: cannot store" in str(results[2])
+    notes = [getattr(e.event, "note", None) for e in store.read_events(SID)]
+    assert ["a", "c"] == [n for n in notes if n]
     store.close()
