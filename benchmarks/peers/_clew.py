@@ -18,6 +18,7 @@ from eventlog.events import Node, NodeAppended, RunStarted, SessionCreated
 from eventlog.ids import brain_agent_id, main_run_id
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
+from eventlog.store import EventStore
 from eventlog.writer import Writer
 
 SID = "peers"
@@ -27,9 +28,12 @@ NAME = "clew"
 class ClewSteps:
     """Case 1: one durable step = one node row + its ``node_appended`` event, one commit."""
 
-    def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.writer = Writer(SQLiteStore(folder / "sessions.sqlite", durability="full"))
+    def __init__(self, folder: Path, store: EventStore | None = None) -> None:
+        """A fresh SQLite home in ``folder`` (``durability="full"``), or ``store``."""
+        if store is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            store = SQLiteStore(folder / "sessions.sqlite", durability="full")
+        self.writer = Writer(store)
         self.tip: str | None = None
         self.t = 0
         self._append(SessionCreated(session_id=SID, cwd="/", root_agent_id="main"))

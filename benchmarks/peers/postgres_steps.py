@@ -45,15 +45,12 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(ROOT), str(ROOT / "tests" / "helpers")]
 
 import psycopg  # noqa: E402
+from _clew import ClewSteps  # noqa: E402
 from _common import Unavailable, user_text  # noqa: E402
 from _postgres import bin_dir, fresh_database, start_server  # noqa: E402
 from psycopg import pq  # noqa: E402
 
-from eventlog.blocks import TextBlock  # noqa: E402
-from eventlog.events import Node, NodeAppended, SessionCreated  # noqa: E402
 from eventlog.postgres import PostgresStore  # noqa: E402
-from eventlog.records import AppendRequest  # noqa: E402
-from eventlog.writer import Writer  # noqa: E402
 
 SID = "peers"
 DBOS_WORKFLOW = 40
@@ -106,37 +103,19 @@ def _synchronous_commit(conn: Any) -> str:
     return str(row[0] if not isinstance(row, dict) else row["synchronous_commit"])
 
 
-class ClewSteps:
-    """clew: the Writer actor on a PostgresStore, one ``node_appended`` per step."""
+class ClewPostgresSteps(ClewSteps):
+    """clew: the Writer actor on a PostgresStore, one ``node_appended`` per step (case 1's
+    :class:`_clew.ClewSteps` on this server)."""
 
     def __init__(self, url: str) -> None:
-        self.writer = Writer(PostgresStore(url))
-        self.tip: str | None = None
-        self.t = 0
-        self._append(SessionCreated(session_id=SID, cwd="/", root_agent_id="main"))
-
-    def _append(self, event: Any) -> None:
-        self.t += 1
-        at = f"2026-06-12T15:00:{self.t:08d}Z"
-        self.writer.append(AppendRequest(session_id=SID, event=event, created_at=at))
-
-    def step(self, i: int) -> None:
-        node = Node(
-            node_id=f"n{i}",
-            parent_id=self.tip,
-            agent_id="main",
-            role="user" if i % 2 else "assistant",
-            content=[TextBlock(text=user_text(i))],
-        )
-        self._append(NodeAppended(node=node, activate=True))
-        self.tip = node.node_id
+        super().__init__(Path(), PostgresStore(url))
 
     def durability(self) -> str:
         with psycopg.connect(self.writer.store.url) as conn:  # type: ignore[attr-defined]
             return _synchronous_commit(conn)
 
     def close(self) -> None:
-        self.writer.stop()
+        super().close()
         self.writer.store.close()
 
 
@@ -267,7 +246,7 @@ class EventsourcingSteps:
 
 
 SIDES: dict[str, Callable[[str], Any]] = {
-    "clew Writer": ClewSteps,
+    "clew Writer": ClewPostgresSteps,
     "LangGraph PostgresSaver.put": LangGraphSteps,
     "DBOS step": DbosSteps,
     "eventsourcing (PostgreSQL recorder)": EventsourcingSteps,
