@@ -199,17 +199,18 @@ class BatchAppend:
         done: list[tuple[int, list[StoredEvent]]],
     ) -> None:
         """The careful pass: a savepoint per request, so a failure undoes only its own —
-        and the later requests of the same run: a run's events are its causal history, so
-        one must not commit after an earlier one of its own failed (a smaller one may fit
-        where a larger one did not, on a full disk), or a resume would find a gap."""
+        and, when the environment failed it (a full disk, an I/O error), the later
+        requests of the same run: a run's events are its causal history, and on a full
+        disk a smaller one may fit where a larger one did not, leaving a gap a resume
+        diverges on. A request's own fault (a duplicate node id …) fails it alone."""
         touched: dict[str, str] = {}
         failed: dict[str, ClewError] = {}  # run id → why its earlier request failed
         for i in live:
             req = requests[i]
             earlier = results[i]
             if earlier is not None:  # failed in the optimistic pass: not run again
-                if req.run_id is not None and isinstance(earlier, ClewError):
-                    failed.setdefault(req.run_id, earlier)
+                if req.run_id is not None and _environmental(earlier):
+                    failed.setdefault(req.run_id, earlier)  # type: ignore[arg-type]
                 continue
             if req.run_id is not None and req.run_id in failed:
                 results[i] = _after_failure(failed[req.run_id])
@@ -225,7 +226,7 @@ class BatchAppend:
                     raise
                 results[i] = e
                 self._counters.restore(req, snapshot)
-                if req.run_id is not None:
+                if req.run_id is not None and _environmental(e):
                     failed.setdefault(req.run_id, e)
                 continue
             done.append((i, stored))
@@ -341,6 +342,15 @@ class BatchAppend:
         for created, data in artifacts:
             self.artifacts.write(sid, data, ext=created.path.rsplit(".", 1)[-1])
         return planned, [created for created, _ in artifacts]
+
+
+def _environmental(error: object) -> bool:
+    """True when ``error`` came from the environment (a full disk, an I/O error), not
+    from its request (a constraint, a payload msgspec cannot encode)."""
+    cause = getattr(error, "__cause__", None)
+    return isinstance(cause, apsw.FullError | apsw.IOError) or (
+        isinstance(cause, OSError) and not isinstance(cause, apsw.Error)
+    )
 
 
 def _after_failure(why: ClewError) -> ClewError:

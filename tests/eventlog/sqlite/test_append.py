@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
+
 from eventlog.errors import InvalidSessionId, StoreError
 from eventlog.events import AgentCreated, TodoUpdated
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
-from tests.eventlog.store_conformance import SID, append, appended, at, created, node, req, todo
+from tests.eventlog.store_conformance import SID, append, appended, at, created, node, todo
 
 
 def _store_failing_once_at(tmp_path: Path, step: str, error: BaseException) -> SQLiteStore:
@@ -153,21 +155,20 @@ def test_a_full_database_mid_batch_names_the_cause_and_loses_no_committed_reques
     store.close()
 
 
-def test_a_failed_request_fails_the_later_requests_of_its_run_in_the_batch(
+def test_a_full_disk_fails_the_later_requests_of_its_run_in_the_batch(
     tmp_path: Path,
 ) -> None:
     # A run's events are its causal history: on a full disk a smaller event may fit where
     # a larger one did not, and committing it would leave a gap a resume diverges on.
-    store = SQLiteStore(tmp_path / "s.sqlite")
-    append(store, created())
-    note: object = object()
-    unencodable = req(TodoUpdated(todo_id="t1", status="running", note=note), SID, run_id="r1")  # type: ignore[arg-type]
+    full = apsw.FullError("database or disk is full")
+    store = _store_failing_once_at(tmp_path, "before_event_row", full)
     results = store.append_batch(
-        [todo("a", run_id="r1"), unencodable, todo("b", run_id="r1"), todo("c", run_id="r2")]
+        [todo("a", run_id="r1"), todo("b", run_id="r1"), todo("c", run_id="r2")]
     )
     kinds = [list if isinstance(r, list) else type(r) for r in results]
-    assert [list, StoreError, StoreError, list] == kinds
-    assert "after an earlier event of its run failed: cannot store" in str(results[2])
+    assert [StoreError, StoreError, list] == kinds
+    assert "disk full" in str(results[0])
+    assert "after an earlier event of its run failed" in str(results[1])
     notes = [getattr(e.event, "note", None) for e in store.read_events(SID)]
-    assert ["a", "c"] == [n for n in notes if n]
+    assert ["c"] == [n for n in notes if n]
     store.close()
