@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from actors.errors import CallCancelled, CallTimedOut, OutputInvalid, RunCancelled
@@ -276,8 +277,9 @@ def _requested(
 
     def store(kind: ContentKind, text: str) -> str:
         ref = content_hash(text)
-        if env.contents.claim(ref):
-            rec.store_content(ContentStored(content_hash=ref, kind=kind, text=text))
+        if env.contents.claim(ref, rec.run_id):
+            stored = ContentStored(content_hash=ref, kind=kind, text=text)
+            rec.store_content(stored, partial(env.contents.committed, ref))
         return ref
 
     return requested_event(request, call_index=call_index, attempt=attempt,

@@ -10,7 +10,7 @@ with. A worker's tool turn is 2 commits instead of 7 (docs/performance.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from eventlog.artifact_plan import stored_forms
@@ -46,12 +46,15 @@ class CommitBuffer:
         self._session_id = session_id
         self._grouped = grouped
         self._requests: list[AppendRequest] = []
+        #: What to call once the buffered events are committed (:meth:`append`).
+        self._on_commit: list[Callable[[], None]] = []
 
     def __len__(self) -> int:
         return len(self._requests)
 
-    def append(self, request: AppendRequest) -> Event:
+    def append(self, request: AppendRequest, on_commit: Callable[[], None] | None = None) -> Event:
         """Buffer ``request`` (or commit it, not grouped); return its event's stored form.
+        ``on_commit`` is called once it is committed (not at all if the commit fails).
 
         Raises:
             ClewError: a commit failed (the store's error), or there is no writer.
@@ -61,8 +64,12 @@ class CommitBuffer:
         event = request.event
         if not self._grouped:
             stored: list[StoredEvent] = self._writer.submit(request).get(timeout=COMMIT_TIMEOUT)
+            if on_commit is not None:
+                on_commit()
             return stored[-1].event
         self._requests.append(request)
+        if on_commit is not None:
+            self._on_commit.append(on_commit)
         if isinstance(event, COMMIT_NOW):
             self.flush()
         if isinstance(event, NodeAppended | ToolCallFinished):
@@ -84,8 +91,11 @@ class CommitBuffer:
         if not self._requests:
             return
         requests, self._requests = self._requests, []
+        done, self._on_commit = self._on_commit, []
         assert self._writer is not None  # only append buffers, and it needs a writer
         self._writer.submit_group(requests).get(timeout=COMMIT_TIMEOUT)
+        for then in done:
+            then()
 
     @contextmanager
     def committing(self) -> Iterator[None]:

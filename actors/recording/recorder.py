@@ -117,7 +117,7 @@ class RunRecorder:
         #: ``request_hash`` kept across the session's runs (``SessionMemo``), if given.
         self._shared_hash = shared_hash
         #: Texts to store once the run is live (:meth:`store_content`).
-        self._texts: list[ContentStored] = []
+        self._texts: list[tuple[ContentStored, Callable[[], None] | None]] = []
         self.rng = random.Random(seed_for(run_id))
         self.compared = 0
         self.call_index = 0
@@ -356,24 +356,27 @@ class RunRecorder:
 
     # --- stored texts --------------------------------------------------------------------
 
-    def store_content(self, event: ContentStored) -> None:
+    def store_content(
+        self, event: ContentStored, on_commit: Callable[[], None] | None = None
+    ) -> None:
         """Put a text requests refer to into the session's log (live only), in the group
-        commit of the request that refers to it.
+        commit of the request that refers to it; ``on_commit`` is called once that commit
+        is durable.
 
         A session-level event, never compared. Replaying, it waits for the run to go live
         (a resume past a divergence): a request the recording holds has its text there.
         """
         if not self._live_allowed or self._writer is None:
             return
-        self._texts.append(event)
+        self._texts.append((event, on_commit))
         if not self.replaying:
             self._store_texts()
 
     def _store_texts(self) -> None:
-        for event in self._texts:
+        for event, on_commit in self._texts:
             at = self._clock.now()
             self.commits.append(
-                AppendRequest(session_id=self.session_id, event=event, created_at=at)
+                AppendRequest(session_id=self.session_id, event=event, created_at=at), on_commit
             )
         self._texts.clear()
 

@@ -41,9 +41,13 @@ def specs_text(specs: list[ToolSpec]) -> str:
 class ContentIndex:
     """The content hashes a session's log holds; thread-safe, one per session per run.
 
-    Learned from the store (``content_stored`` events) at first use, then kept up to date
-    by :meth:`claim`. Two processes (or two runs) may both store one text: the copies are
-    identical, and the first one read wins.
+    Learned from the store (``content_stored`` events) at first use, then kept up to date:
+    :meth:`claim` before a request refers to a text, :meth:`committed` once the claimer's
+    ``content_stored`` is durable. A claim is a run's own until that commit: the runs of a
+    main run commit in their own groups, in no order between them, so a second run that
+    refers to a text another run has only claimed stores a copy of its own — else its
+    request could be committed (and a kill could keep it) without the text it refers to.
+    Copies are identical, and the first one read wins.
     """
 
     def __init__(self, store: EventStore, session_id: str) -> None:
@@ -51,10 +55,12 @@ class ContentIndex:
         self._session_id = session_id
         self._lock = threading.Lock()
         self._known: set[str] | None = None
+        #: Hashes claimed and not committed yet: by which runs.
+        self._claims: dict[str, set[str]] = {}
 
-    def claim(self, content_hash: str) -> bool:
-        """Return True when ``content_hash`` is not in the log yet and the caller is to
-        store it (it is counted as stored from now on); False when it is there."""
+    def claim(self, content_hash: str, owner: str = "") -> bool:
+        """Return True when run ``owner`` is to store ``content_hash``'s text: it is not
+        in the log yet and ``owner`` has not claimed it before; False otherwise."""
         with self._lock:
             if self._known is None:
                 self._known = {
@@ -64,8 +70,18 @@ class ContentIndex:
                 }
             if content_hash in self._known:
                 return False
-            self._known.add(content_hash)
+            owners = self._claims.setdefault(content_hash, set())
+            if owner in owners:
+                return False
+            owners.add(owner)
             return True
+
+    def committed(self, content_hash: str) -> None:
+        """Count ``content_hash`` as in the log: a claimer's ``content_stored`` committed."""
+        with self._lock:
+            if self._known is not None:
+                self._known.add(content_hash)
+            self._claims.pop(content_hash, None)
 
 
 def requested_event(
