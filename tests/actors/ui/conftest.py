@@ -11,7 +11,10 @@ from playwright.sync_api import sync_playwright
 from starlette.testclient import TestClient
 
 from actors import Runtime
-from actors.ui import create_app
+from actors.ui import UiServer, create_app
+
+#: How long a page waits for what a test expects (ms).
+WAIT = 60_000
 
 
 @pytest.fixture(scope="package")
@@ -44,3 +47,24 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def shared_url(shared_rt: Runtime) -> Iterator[str]:
+    """The shared home served read-only, one server per test module."""
+    server = UiServer(shared_rt, port=0).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser page; a script error on it fails the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(WAIT)
+    yield page
+    context.close()
+    assert [] == errors

@@ -4,40 +4,17 @@ lets the run continue, markup shown as text, and the token."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from _ui_helpers import MARKUP, Home, big_session, pay_model, pay_tools, waiting_session
 
 from actors import Runtime
 from actors.demo import DEMO_PROMPT, demo_model, demo_tools
 from actors.ui import UiServer
 
+
 #: Milliseconds a page may take to show what a test waits for (a bound, not a measure).
-WAIT = 60_000
-
-
-@pytest.fixture(scope="module")
-def shared_url(shared_rt: Runtime) -> Iterator[str]:
-    server = UiServer(shared_rt, port=0).start()
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.set_default_timeout(WAIT)
-    yield page
-    context.close()
-    assert [] == errors
-
-
 def test_the_sessions_list_opens_a_demo_session_its_tree_and_dag(
     page: Any, shared_url: str, shared: Home
 ) -> None:

@@ -22,8 +22,6 @@ from actors.runtime.redrive import RedriveApp, plan_session, redrive
 from actors.ui import UiServer, create_app
 from eventlog.errors import ModelError
 
-WAIT = 60_000
-
 
 class Flaky:
     """A model whose provider is down (its error message markup) until it is not."""
@@ -88,18 +86,6 @@ def test_the_redrive_endpoints_list_them_and_name_each_session_s_outcome(
     ]
     assert ([], 404, 400) == (none, missing.status_code, bad.status_code)
     assert [None, rid] == [r["redrive"] for r in head["runs_list"] if r["main"]]
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.set_default_timeout(WAIT)
-    yield page
-    context.close()
-    assert [] == errors
 
 
 def test_the_inspector_shows_a_redrive_and_its_sessions(

@@ -28,8 +28,6 @@ from eventlog.events import (
 )
 from eventlog.records import AppendRequest
 
-WAIT = 60_000
-
 
 def _ms(a: str, b: str) -> float:
     return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() * 1000
@@ -101,25 +99,6 @@ def marked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     yield server.url, sid
     server.stop()
     rt.close()
-
-
-@pytest.fixture(scope="module")
-def shared_url(shared_rt: Runtime) -> Iterator[str]:
-    server = UiServer(shared_rt, port=0).start()
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.set_default_timeout(WAIT)
-    yield page
-    context.close()
-    assert [] == errors
 
 
 def test_the_waterfall_draws_each_call_as_wide_as_its_recorded_duration(

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from _ui_helpers import Home
 
 from actors import Runtime
@@ -29,8 +27,6 @@ from eventlog.events import (
     ToolCallStarted,
 )
 from eventlog.records import AppendRequest
-
-WAIT = 60_000
 
 
 class Clocked:
@@ -128,18 +124,6 @@ def test_the_update_from_the_start_is_the_whole_waterfall(shared: Home, shared_r
 
 
 # --- in the browser ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.set_default_timeout(WAIT)
-    yield page
-    context.close()
-    assert [] == errors
 
 
 def _axis(page: Any) -> list[tuple[float, str, float, float, float, float]]:
