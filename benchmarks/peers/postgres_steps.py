@@ -50,7 +50,9 @@ from _common import Unavailable, user_text  # noqa: E402
 from _postgres import bin_dir, fresh_database, start_server  # noqa: E402
 from psycopg import pq  # noqa: E402
 
+from eventlog.events import SessionCreated  # noqa: E402
 from eventlog.postgres import PostgresStore  # noqa: E402
+from eventlog.records import AppendRequest  # noqa: E402
 
 SID = "peers"
 DBOS_WORKFLOW = 40
@@ -117,6 +119,34 @@ class ClewPostgresSteps(ClewSteps):
     def close(self) -> None:
         super().close()
         self.writer.store.close()
+
+
+class ClewStoreSteps(ClewSteps):
+    """clew without the Writer actor: the same step's ``PostgresStore.append_batch`` called
+    on the caller's thread, so the Writer's hand-off (a queue, a wake-up of its thread, a
+    future) is what this row and the one above differ by."""
+
+    def __init__(self, url: str) -> None:  # no Writer: ClewSteps.__init__ would start one
+        self.store = PostgresStore(url)
+        self.tip: str | None = None
+        self.t = 0
+        self._append(SessionCreated(session_id=SID, cwd="/", root_agent_id="main"))
+
+    def _append(self, event: Any) -> None:
+        self.t += 1
+        at = f"2026-06-12T15:00:{self.t:08d}Z"
+        (result,) = self.store.append_batch(
+            [AppendRequest(session_id=SID, event=event, created_at=at)]
+        )
+        if not isinstance(result, list):
+            raise result
+
+    def durability(self) -> str:
+        with psycopg.connect(self.store.url) as conn:
+            return _synchronous_commit(conn)
+
+    def close(self) -> None:
+        self.store.close()
 
 
 class FloorSteps:
@@ -247,6 +277,7 @@ class EventsourcingSteps:
 
 SIDES: dict[str, Callable[[str], Any]] = {
     "clew Writer": ClewPostgresSteps,
+    "clew append_batch, no Writer thread": ClewStoreSteps,
     "LangGraph PostgresSaver.put": LangGraphSteps,
     "DBOS step": DbosSteps,
     "eventsourcing (PostgreSQL recorder)": EventsourcingSteps,
@@ -271,12 +302,14 @@ def measure(server: str, steps: int, rounds: int) -> None:
             print(f"{name}: peer unavailable ({e})")
     names = list(sides)
     spent = dict.fromkeys(names, 0.0)
+    cpu = dict.fromkeys(names, 0.0)
     for r in range(rounds):
         for n in names[r % len(names) :] + names[: r % len(names)]:
             gc.collect()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             _step(sides[n], r * steps, steps)
             spent[n] += time.perf_counter() - t0
+            cpu[n] += time.process_time() - c0
     trips: dict[str, float] = {}
     durability: dict[str, str] = {}
     # DBOS first, then closed: its background threads' queries would count for the others.
@@ -292,10 +325,17 @@ def measure(server: str, steps: int, rounds: int) -> None:
         f"\n## One durable step on PostgreSQL: {steps} steps × {rounds} lockstep rounds each,"
         " one server (fsync=on, synchronous_commit=on, loopback TCP)\n"
     )
-    print("| system | steps/s | clew ÷ system | round trips per step | synchronous_commit |")
-    print("|---|---|---|---|---|")
+    print(
+        "| system | steps/s | clew ÷ system | process CPU ms/step | wall − CPU ms/step"
+        " | round trips per step | synchronous_commit |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for n in names:
-        print(f"| {n} | {rate[n]:,.0f} | {clew / rate[n]:.2f} | {trips[n]:.2f} | {durability[n]} |")
+        ms, wall = 1000 * cpu[n] / (steps * rounds), 1000 / rate[n]
+        print(
+            f"| {n} | {rate[n]:,.0f} | {clew / rate[n]:.2f} | {ms:.3f} | {wall - ms:.3f}"
+            f" | {trips[n]:.2f} | {durability[n]} |"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
