@@ -17,7 +17,7 @@ import msgspec
 import typer
 
 from actors.cli.app import app
-from actors.cli.options import Home, Project, home_exists, open_runtime, where_from
+from actors.cli.options import Home, Project, Where, home_exists, open_runtime, where_from
 from actors.cli.recipes import build_model, models_for_resume, recipe_of
 from actors.cli.team_file import load_team
 from actors.errors import UsageError
@@ -115,9 +115,18 @@ def ui(
         token = secrets.token_urlsafe(24)
     with open_runtime(where) as rt:
         server = _server(rt, host, port, token, where.read_only)
-        print(f"clew ui: serving {where.home} at {server.url}", flush=True)
+        print(f"clew ui: serving {_served(where)} at {server.url}", flush=True)
         if token is not None:
             print("open that address once: it sets the token's cookie", flush=True)
         print("Ctrl-C stops it", flush=True)
         server.run()
         print("clew ui: stopped", flush=True)
+
+
+def _served(where: Where) -> str:
+    """What the inspector shows: the home, or the PostgreSQL store without its password."""
+    if where.store is None:
+        return str(where.home)
+    from eventlog.postgres.connections import redact  # noqa: PLC0415 - only on PostgreSQL
+
+    return redact(where.store)

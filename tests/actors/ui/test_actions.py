@@ -257,6 +257,29 @@ def test_clew_ui_read_only_serves_pages_and_refuses_actions(tmp_path: Path) -> N
         assert [pending] == rt.pending(sid)
 
 
+def test_clew_ui_on_postgresql_names_the_store_without_its_password(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with Runtime(tmp_path / "home", tmp_path, store=pg_url) as rt:
+        rt.new_session()
+    scheme, rest = pg_url.split("://", 1)
+    user, host = rest.split("@", 1)
+    secret = f"{scheme}://{user}:hunter2secret@{host}"  # trust auth: the password is unused
+    child = subprocess.Popen(
+        [sys.executable, "-m", "actors", "ui", "--port", "0", "--store", secret,
+         "--home", str(tmp_path / "home")],
+        env=child_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+    finally:
+        child.send_signal(signal.SIGINT)
+        child.communicate(timeout=60)
+    assert line.startswith(f"clew ui: serving {pg_url} at http://127.0.0.1:"), line
+    assert "hunter2secret" not in line
+
+
 ASK = {
     "rules": [
         {
