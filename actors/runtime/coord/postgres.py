@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from actors.runtime.coord.sql import QUEUE_CHANNEL, Execute, SQLCoordinator, schema
-from eventlog.errors import StoreError
+from eventlog.errors import ReadOnlyStore, StoreError
 from eventlog.logs import get_logger
 
 if TYPE_CHECKING:
@@ -96,6 +96,11 @@ class PostgresCoordinator(SQLCoordinator):
                 "a postgresql:// coordinator needs psycopg: pip install 'clew[postgres]'"
             ) from e
         self._errors = psycopg.Error
+        #: What the server refuses this role (a role with only ``SELECT``): a refusal.
+        self._refusals = (
+            psycopg.errors.InsufficientPrivilege,
+            psycopg.errors.ReadOnlySqlTransaction,
+        )
         try:
             self._conn: psycopg.Connection[tuple[Any, ...]] = psycopg.connect(url, autocommit=True)
         except psycopg.Error as e:
@@ -155,7 +160,9 @@ class PostgresCoordinator(SQLCoordinator):
 
                     yield execute
             except self._errors as e:
-                raise StoreError(f"coordination database {self.location}: {e}") from e
+                kind = ReadOnlyStore if isinstance(e, self._refusals) else StoreError
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise kind(f"coordination database {self.location}: {first}") from e
 
     # Reads take the same short transaction: one round trip either way, and psycopg's
     # connection is in autocommit, so a lone statement is its own transaction anyway.

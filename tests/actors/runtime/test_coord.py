@@ -10,7 +10,7 @@ import pytest
 from actors.runtime.coord.location import COORD_FILE, open_coordinator
 from actors.runtime.coord.postgres import PostgresCoordinator, without_password
 from actors.runtime.coord.sqlite import SQLiteCoordinator
-from eventlog.errors import StoreError
+from eventlog.errors import ReadOnlyStore, StoreError
 from tests.actors.runtime.coord_conformance import Clock, CoordConformance, CoordFactory
 
 
@@ -58,3 +58,32 @@ def test_a_file_that_is_not_a_database_is_one_store_error(tmp_path: Path) -> Non
     (tmp_path / COORD_FILE).write_text("not a database " * 100)
     with pytest.raises(StoreError, match="cannot open the coordination database"):
         SQLiteCoordinator(tmp_path / COORD_FILE, clock=Clock())
+
+
+def test_a_role_that_may_only_read_gets_a_one_line_refusal_not_a_failure(pg_url: str) -> None:
+    import secrets  # noqa: PLC0415
+
+    import psycopg  # noqa: PLC0415
+
+    open_coordinator(pg_url).close()  # the tables, as a role that may write made them
+    role = f"clew_ro_{secrets.token_hex(4)}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    url = pg_url.replace("://postgres@", f"://{role}:hunter2@", 1)
+    try:
+        coord = PostgresCoordinator(url)
+        try:
+            assert [] == coord.list_runs()  # reading is allowed
+            with pytest.raises(ReadOnlyStore) as refused:
+                coord.acquire("worker:x", "me", 10.0)
+        finally:
+            coord.close()
+        message = str(refused.value)
+        assert 1 == len(message.splitlines()) and "permission denied for table" in message
+        assert "hunter2" not in message
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
