@@ -140,6 +140,7 @@ class DurableAgent:
 
         Raises:
             DurableRunFailed: the run did not complete (interrupted, waiting).
+            UsageError: a ``message_history`` that cannot be recorded (nothing is written).
         """
         live = partial(self._live, user_prompt, session, kwargs)
         async with streamed(live) as stream:
@@ -155,7 +156,8 @@ class DurableAgent:
         nodes run in the run's own task (:class:`DurableAgentRun`), so they are recorded
         as :meth:`run` records them. Leaving the block before the ``End`` lets the run go
         on to its end, as leaving :meth:`run_stream` early does (the run is recorded whole:
-        a resume or a replay re-executes it with ``Agent.run``).
+        a resume or a replay re-executes it with ``Agent.run``). A node that fails raises
+        what :meth:`run` raises, once the failure is recorded.
 
         Raises:
             DurableRunFailed: the run did not complete (interrupted, waiting).

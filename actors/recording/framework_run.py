@@ -36,7 +36,14 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from actors.errors import DurableRunFailed, NeedsResume, RunCancelled, RunParked, SessionWaiting
+from actors.errors import (
+    DurableRunFailed,
+    NeedsResume,
+    RunCancelled,
+    RunParked,
+    SessionWaiting,
+    UsageError,
+)
 from actors.models.tool_policy import set_tool_context
 from actors.models.tools import InDoubtPolicy, ToolContext, ToolRegistry
 from actors.orchestration.approvals import PendingApproval, apply, pending_of
@@ -121,7 +128,8 @@ class Drive(Generic[R]):
 
 @dataclass
 class Handoff(Generic[S]):
-    """A streamed run's stream, handed from the run's task to the caller, and back."""
+    """A streamed run's stream (or a stepped run's :class:`Steps`' face), handed from the
+    run's task to the caller, and back."""
 
     ready: asyncio.Future[S]
     #: Set once the caller left the stream's block: the run may end.
@@ -193,8 +201,8 @@ async def live_run(
 async def streamed(
     live: Callable[[Handoff[S]], Coroutine[Any, Any, Drive[Any]]],
 ) -> AsyncIterator[S]:
-    """Run ``live(handoff)`` as a task; yield the stream it hands over. The run ends when
-    the block is left.
+    """Run ``live(handoff)`` as a task; yield the stream (or the stepped run) it hands
+    over. The run ends when the block is left.
 
     Raises:
         DurableRunFailed: the run did not complete (interrupted, waiting).
@@ -236,6 +244,7 @@ class Steps:
 
         Raises:
             StopAsyncIteration: as the step did (the run's nodes are over).
+            UsageError: the run has ended (its block was left): no step is run.
             Exception: the run ended at the step: what the run raises (:func:`check`).
         """
         answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -243,9 +252,9 @@ class Steps:
         await asyncio.wait([answer, self._run], return_when=asyncio.FIRST_COMPLETED)
         if answer.done():
             return answer.result()
-        drive: Drive[Any] = self._run.result()  # the step raised: the run ended at it
+        drive: Drive[Any] = self._run.result()  # the run ended: at the step, or before it
         check(drive)
-        raise DurableRunFailed(failure(drive.outcome), drive.outcome)
+        raise UsageError(f"run {drive.outcome.run_id} has ended: step it inside its block")
 
     async def serve(self, done: asyncio.Event) -> None:
         """(The run's task.) Run the steps asked until ``done`` (the caller left the

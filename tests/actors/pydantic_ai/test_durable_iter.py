@@ -30,7 +30,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_graph import End
 
 from actors import Approve
-from actors.errors import DurableRunFailed
+from actors.errors import DurableRunFailed, UsageError
 from actors.pydantic_ai import DurableAgent, DurableAgentRun, ToolCallFailed
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
@@ -144,6 +144,19 @@ def test_leaving_the_block_early_lets_the_run_go_on_to_its_end(rt: Runtime, tmp_
     assert DESK.answer == run.result.output
     check_every_step_recorded(rt, session.id, tmp_path)  # the whole run: as run records it
     check_replay_identical(rt, session.id, desk(tmp_path), tmp_path)
+
+
+def test_a_run_left_is_not_stepped_again(rt: Runtime, tmp_path: Path) -> None:
+    session = rt.new_session()
+
+    async def step_after_the_block() -> None:
+        async with desk(tmp_path).iter(PROMPT, session=session) as run:
+            pass
+        await anext(run)
+
+    with pytest.raises(UsageError, match="has ended: step it inside its block"):
+        asyncio.run(step_after_the_block())
+    check_every_step_recorded(rt, session.id, tmp_path)
 
 
 # --- a failure, an approval --------------------------------------------------------------
