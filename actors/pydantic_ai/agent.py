@@ -1,13 +1,13 @@
 """A durable Pydantic AI agent: each run is a clew main run whose loop is the framework's.
 
 :class:`DurableAgent` wraps an ``Agent`` (as Pydantic AI's Temporal, DBOS and Prefect
-wrappers do: a wrapped model, wrapped toolsets). ``run``/``run_sync``/``run_stream``/``iter``
-inside a clew session record the run as a main run of a kind of its own (``run_started``
-phase :data:`PHASE`): its inputs (``message_history`` among them), every model request
-and reply with usage
-(:mod:`actors.pydantic_ai.model`), every tool call (:mod:`actors.pydantic_ai.toolset`),
-the user's prompt and the final output as nodes of the session's tree, and
-``run_ended`` with the output as JSON. They return what the wrapped agent returns.
+wrappers do: a wrapped model, wrapped toolsets). ``run``, ``run_sync``, ``run_stream``
+and ``iter`` inside a clew session record the run as a main run of a kind of its own
+(``run_started`` phase :data:`PHASE`): its inputs (a ``message_history`` among them),
+every model request and reply with usage (:mod:`actors.pydantic_ai.model`), every tool
+call (:mod:`actors.pydantic_ai.toolset`), the user's prompt and the final output as nodes
+of the session's tree, and ``run_ended`` with the output as JSON. They return what the
+wrapped agent returns.
 
 Resume and replay re-execute the agent *from the start* with the recorder serving the
 recording: given the same replies and tool results the framework takes the same steps, so

@@ -43,7 +43,7 @@ class DurableAgentRun:
         return self
 
     async def __anext__(self) -> Node:
-        """Run the node yielded last (the first: none); return the next one.
+        """Run the node yielded last (none before the first); return the next one.
 
         Raises:
             StopAsyncIteration: the run has ended (its ``End`` was yielded).

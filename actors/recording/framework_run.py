@@ -223,6 +223,10 @@ async def streamed(
     check(drive)
 
 
+#: One step of a run its caller drives (Pydantic AI's: run the next node).
+Step = Callable[[], Awaitable[T]]
+
+
 class Steps:
     """The steps of a run its caller drives: each step is asked from the caller's task
     and run in the run's own (inside the recording's seams: its overrides, its bridge),
@@ -236,10 +240,10 @@ class Steps:
         run = asyncio.current_task()
         assert run is not None, "made in the run's task"
         self._run = run
-        self._asked: asyncio.Queue[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]]
-        self._asked = asyncio.Queue()
+        #: Each step asked, with the future its value is handed back in.
+        self._asked: asyncio.Queue[tuple[Step[Any], asyncio.Future[Any]]] = asyncio.Queue()
 
-    async def ask(self, step: Callable[[], Awaitable[T]]) -> T:
+    async def ask(self, step: Step[T]) -> T:
         """(The caller's task.) Run ``step`` in the run's task; return what it returned.
 
         Raises:
