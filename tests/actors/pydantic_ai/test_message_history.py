@@ -1,11 +1,13 @@
 """A durable run given a ``message_history``: the model is asked exactly what the unwrapped
 agent asks with that history (by ``run``, ``run_stream`` and ``iter``), the history is part
 of the run's recorded inputs (inputs version 7; a run given none records version 6 as
-before), and a replay and a resume hand the framework the same history again."""
+before), and a replay and a resume (``session.resume``, ``clew resume --agent`` in a
+process of its own) hand the framework the same history again."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from _cli_helpers import Where, run_process
+from _processes import ROOT
 from pydantic_ai import (
     Agent,
     ModelMessage,
@@ -181,18 +185,30 @@ def test_a_replay_hands_the_history_back_and_is_identical(rt: Runtime) -> None:
     assert [] == replayed  # nothing asked: each request matched the recording's
 
 
-def test_a_resume_hands_the_history_back(rt: Runtime) -> None:
-    history = [
-        ModelRequest(parts=[UserPromptPart("my name is Ada")]),
-        ModelResponse(parts=[TextPart("Hello Ada.")]),
-    ]
-    session: Session = rt.new_session()
+#: A short earlier conversation: with it, the run's answer is "seen 5 messages".
+_ADA = [
+    ModelRequest(parts=[UserPromptPart("my name is Ada")]),
+    ModelResponse(parts=[TextPart("Hello Ada.")]),
+]
+
+
+def cli_notes() -> DurableAgent:
+    """The agent whose note needs approval, for ``clew resume --agent``."""
+    return DurableAgent(_agent([], approval=True))
+
+
+def _waiting(session: Session) -> None:
+    """Run the agent with the history :data:`_ADA` to its approval; decide it."""
     with pytest.raises(DurableRunFailed) as raised:
-        DurableAgent(_agent([], approval=True)).run_sync(
-            "note it", session=session, message_history=history
-        )
+        cli_notes().run_sync("note it", session=session, message_history=_ADA)
     assert "waiting" == raised.value.outcome.status
     session.decide("call-3", Approve())
+
+
+def test_a_resume_hands_the_history_back(rt: Runtime) -> None:
+    history = _ADA
+    session: Session = rt.new_session()
+    _waiting(session)
     resumed: list[list[ModelMessage]] = []
 
     outcome = session.resume(agent=DurableAgent(_agent(resumed, approval=True)))
@@ -201,3 +217,21 @@ def test_a_resume_hands_the_history_back(rt: Runtime) -> None:
     (asked,) = resumed  # the first request came from the recording; the second is live
     assert _asked([history]) == _asked([asked[:2]])
     assert rt.replay(session.id, agent=DurableAgent(_agent([], approval=True))).identical
+
+
+def test_clew_resume_with_the_agent_hands_the_history_back(tmp_path: Path) -> None:
+    where = Where(tmp_path / "home", tmp_path)
+    with Runtime(where.home, tmp_path) as rt:
+        session = rt.new_session()
+        _waiting(session)
+    here = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "helpers"), here])
+    resumed = run_process(where, "resume", session.id, "--agent",
+                          "test_message_history:cli_notes", PYTHONPATH=path)  # fmt: skip
+    assert 0 == resumed.code, resumed.out + resumed.err
+    with Runtime(where.home, tmp_path) as rt:
+        run = rt.store.read_runs(session.id)[-1]
+        assert "completed" == run.status
+        ended = rt.store.read_events(session.id)[-1].event
+        assert "seen 5 messages" == ended.outcome["output"]  # the history's two among them
+        assert rt.verify(session.id).ok
