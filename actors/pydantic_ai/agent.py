@@ -1,12 +1,13 @@
 """A durable Pydantic AI agent: each run is a clew main run whose loop is the framework's.
 
 :class:`DurableAgent` wraps an ``Agent`` (as Pydantic AI's Temporal, DBOS and Prefect
-wrappers do: a wrapped model, wrapped toolsets). ``run``/``run_sync``/``run_stream``
-inside a clew session record the run as a main run of a kind of its own (``run_started``
-phase :data:`PHASE`): its inputs, every model request and reply with usage
-(:mod:`actors.pydantic_ai.model`), every tool call (:mod:`actors.pydantic_ai.toolset`),
-the user's prompt and the final output as nodes of the session's tree, and
-``run_ended`` with the output as JSON. They return what the wrapped agent returns.
+wrappers do: a wrapped model, wrapped toolsets). ``run``, ``run_sync``, ``run_stream``
+and ``iter`` inside a clew session record the run as a main run of a kind of its own
+(``run_started`` phase :data:`PHASE`): its inputs (a ``message_history`` among them),
+every model request and reply with usage (:mod:`actors.pydantic_ai.model`), every tool
+call (:mod:`actors.pydantic_ai.toolset`), the user's prompt and the final output as nodes
+of the session's tree, and ``run_ended`` with the output as JSON. They return what the
+wrapped agent returns.
 
 Resume and replay re-execute the agent *from the start* with the recorder serving the
 recording: given the same replies and tool results the framework takes the same steps, so
@@ -18,9 +19,12 @@ recording. The application hands the agent back: ``session.resume(agent=durable)
 protocol: :meth:`DurableAgent.execute`).
 
 Not recorded (the application passes the same again on a resume): ``deps`` (give them
-to the wrapper), ``model_settings``, ``usage_limits``. Each run starts a conversation of
-its own (``message_history`` is not part of the recording yet). A resume or a replay of a
-streamed run re-executes it with ``Agent.run`` (the same requests, recorded alike).
+to the wrapper), ``model_settings``, ``usage_limits``. A run's ``message_history`` is
+recorded in its inputs (Pydantic AI's JSON of the messages) and every execution of the
+run, the live one included, hands the framework that recorded conversation. ``iter``
+runs each node in the run's own task (:mod:`actors.pydantic_ai.agent_run`). A resume or a
+replay of a streamed or an iterated run re-executes it with ``Agent.run`` (the same
+requests, recorded alike).
 """
 
 from __future__ import annotations
@@ -32,19 +36,21 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_ai import Agent
-from pydantic_ai.agent import AgentRunResult
+from pydantic_ai.agent import AgentRun, AgentRunResult
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.result import StreamedRunResult
 
-from actors.errors import DurableRunFailed, UsageError
+from actors.errors import DurableRunFailed
 from actors.models.tools import InDoubtPolicy
-from actors.pydantic_ai.messages import jsonable
+from actors.pydantic_ai.agent_run import DurableAgentRun
+from actors.pydantic_ai.messages import history_json, history_of, jsonable
 from actors.pydantic_ai.model import RecordedModel
 from actors.pydantic_ai.toolset import RecordedToolset, ToolPolicy
 from actors.recording.framework_run import (
     Drive,
     Framework,
     Handoff,
+    Steps,
     execute,
     live_run,
     result,
@@ -109,14 +115,13 @@ class DurableAgent:
     ) -> AgentRunResult[Any]:
         """Run the agent as a new main run of ``session``; return the agent's result.
 
-        ``kwargs`` go to ``Agent.run``. Raises what the agent raises (the failure is
-        recorded first).
+        ``kwargs`` go to ``Agent.run``; a ``message_history`` is recorded with the run.
+        Raises what the agent raises (the failure is recorded first).
 
         Raises:
             NeedsResume: the session has an interrupted run.
             DurableRunFailed: the run was interrupted by its environment.
-            UsageError: ``message_history`` (not recorded yet: a resume could not give it
-                back).
+            UsageError: a ``message_history`` that cannot be recorded (nothing is written).
         """
         return result(await self._live(user_prompt, session, kwargs))
 
@@ -135,38 +140,47 @@ class DurableAgent:
 
         Raises:
             DurableRunFailed: the run did not complete (interrupted, waiting).
+            UsageError: a ``message_history`` that cannot be recorded (nothing is written).
         """
         live = partial(self._live, user_prompt, session, kwargs)
         async with streamed(live) as stream:
             yield stream
 
-    def iter(self, user_prompt: str, *, session: Session, **kwargs: Any) -> Any:
-        """Not supported yet: ``Agent.iter`` runs each node in the caller's task, outside
-        the recording's seams, so its model requests and tool calls would not be recorded.
+    @asynccontextmanager
+    async def iter(
+        self, user_prompt: str, *, session: Session, **kwargs: Any
+    ) -> AsyncIterator[DurableAgentRun]:
+        """Drive a new main run of ``session`` node by node, as ``Agent.iter`` does.
+
+        ``async with desk.iter(prompt, session=…) as run: async for node in run: …``; the
+        nodes run in the run's own task (:class:`DurableAgentRun`), so they are recorded
+        as :meth:`run` records them. Leaving the block before the ``End`` lets the run go
+        on to its end, as leaving :meth:`run_stream` early does (the run is recorded whole:
+        a resume or a replay re-executes it with ``Agent.run``). A node that fails raises
+        what :meth:`run` raises, once the failure is recorded.
 
         Raises:
-            UsageError: always, naming what to use instead.
+            DurableRunFailed: the run did not complete (interrupted, waiting).
+            UsageError: a ``message_history`` that cannot be recorded (nothing is written).
         """
-        del user_prompt, session, kwargs
-        raise UsageError(
-            "DurableAgent.iter is not supported yet (its nodes would run outside the "
-            "recording): use run, run_sync or run_stream"
-        )
+        live = partial(self._live, user_prompt, session, kwargs, stepped=True)
+        async with streamed(live) as run:
+            yield run
 
     async def _live(
         self,
         prompt: str,
         session: Session,
         kwargs: dict[str, Any],
-        handoff: Handoff[StreamedRunResult[Any, Any]] | None = None,
+        handoff: Handoff[Any] | None = None,
+        *,
+        stepped: bool = False,
     ) -> Drive[AgentRunResult[Any]]:
-        if kwargs.get("message_history"):
-            raise UsageError(
-                "message_history is not recorded yet, so a resume could not give it back: "
-                "each durable run starts its own conversation (docs/pydantic-ai.md)"
-            )
-        loop = partial(self._agent_run, kwargs=kwargs, handoff=handoff)
-        return await live_run(self._framework, session, prompt, self.model.model_name, loop)
+        kwargs = dict(kwargs)
+        history = history_json(kwargs.pop("message_history", None))
+        loop = partial(self._agent_run, kwargs=kwargs, handoff=handoff, stepped=stepped)
+        model = self.model.model_name
+        return await live_run(self._framework, session, prompt, model, loop, history)
 
     # --- the RunKind protocol: resume and replay -----------------------------------------
 
@@ -183,21 +197,44 @@ class DurableAgent:
         bridge: Bridge,
         request: RunRequest,
         kwargs: dict[str, Any],
-        handoff: Handoff[StreamedRunResult[Any, Any]] | None = None,
+        handoff: Handoff[Any] | None = None,
+        *,
+        stepped: bool = False,
     ) -> tuple[Any, AgentRunResult[Any] | None]:
-        """Run the agent (streamed, with ``handoff``); return its output and result."""
+        """Run the agent (streamed with ``handoff``; node by node if ``stepped`` too);
+        return its output and result."""
         kwargs = dict(kwargs)
         if self._deps is not None:
             kwargs.setdefault("deps", self._deps)
+        if request.inputs.history is not None:
+            kwargs["message_history"] = history_of(request.inputs.history)
         prompt = request.inputs.prompt
         with self._overrides(env, bridge):
             if handoff is None:
                 done = await self.wrapped.run(prompt, **kwargs)
                 return done.output, done
+            if stepped:
+                return await self._stepped(prompt, kwargs, handoff)
             async with self.wrapped.run_stream(prompt, **kwargs) as stream:
                 handoff.ready.set_result(stream)
                 await handoff.done.wait()
                 return await stream.get_output(), None
+
+    async def _stepped(
+        self, prompt: str, kwargs: dict[str, Any], handoff: Handoff[DurableAgentRun]
+    ) -> tuple[Any, AgentRunResult[Any]]:
+        """Run ``Agent.iter``'s nodes as the caller asks for them, then to the end."""
+        steps = Steps()
+        run: AgentRun[Any, Any]
+        async with self.wrapped.iter(prompt, **kwargs) as run:
+            handoff.ready.set_result(DurableAgentRun(run, steps))
+            await steps.serve(handoff.done)
+            if run.result is None:  # the caller left the block early: the run goes on
+                async for _ in run:
+                    pass
+        done = run.result
+        assert done is not None
+        return done.output, done
 
     @contextmanager
     def _overrides(self, env: SessionEnv, bridge: Bridge) -> Iterator[None]:
@@ -215,4 +252,4 @@ class DurableAgent:
             yield
 
 
-__all__ = ["PHASE", "DurableAgent", "DurableRunFailed"]
+__all__ = ["PHASE", "DurableAgent", "DurableAgentRun", "DurableRunFailed"]

@@ -10,6 +10,10 @@ its own run and conversation ids) are left out: they differ on a replay that ask
 A ``model_responded`` holds the reply's readable blocks followed by one JSON block, the
 exact ``ModelResponse`` (:data:`RESPONSE_SUMMARY`): a resume or a replay hands the
 framework that object back, field for field, never a re-parse of the readable blocks.
+
+A run's ``message_history`` is recorded in its inputs as Pydantic AI's own JSON of the
+messages (:func:`history_json`) and read back (:func:`history_of`) by every execution of
+the run, the live one included, so each hands the framework the same conversation.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_core import to_jsonable_python
 
+from actors.errors import UsageError
 from actors.models.protocol import ModelRequest, ToolSpec
 from eventlog.blocks import (
     ContentBlock,
@@ -138,6 +143,31 @@ def response_of(content: Sequence[ContentBlock]) -> ModelResponse:
             assert isinstance(message, ModelResponse)
             return message
     raise ValueError("the recorded reply holds no Pydantic AI response")
+
+
+def history_json(history: Sequence[ModelMessage] | None) -> Any:
+    """Return a run's ``message_history`` as the JSON its inputs record; None: none (or
+    an empty one).
+
+    Raises:
+        UsageError: the history is not Pydantic AI messages, or holds a value JSON cannot
+            hold (a resume could not give it back).
+    """
+    if not history:
+        return None
+    try:
+        messages = ModelMessagesTypeAdapter.validate_python(list(history))
+        return ModelMessagesTypeAdapter.dump_python(messages, mode="json", warnings="error")
+    except (TypeError, ValueError) as e:  # not a list; pydantic validation, serialisation
+        raise UsageError(
+            f"message_history cannot be recorded, so a resume could not give it back: {e}"
+        ) from e
+
+
+def history_of(data: Any) -> list[ModelMessage]:
+    """Return the messages of a ``message_history`` recorded by :func:`history_json`."""
+    messages: list[ModelMessage] = ModelMessagesTypeAdapter.validate_python(data)
+    return messages
 
 
 def history_messages(messages: Sequence[ModelMessage]) -> tuple[list[Message], str]:

@@ -9,8 +9,9 @@ lives here, once:
 - a live run (:func:`live_run`): a new main run of a session — refused while a run is
   open or waits for a person — with its :class:`~actors.recording.inputs.RunInputs`, the
   session owned for it and let go after; a streamed run hands its stream to the caller
-  and back (:func:`streamed`); a resume or a replay re-executes the run on an event loop
-  of its own (:func:`execute`);
+  and back (:func:`streamed`), a run its caller drives step by step runs each step in the
+  run's own task (:class:`Steps`); a resume or a replay re-executes the run on an event
+  loop of its own (:func:`execute`);
 - one execution (:func:`run_once`): ``run_started`` and the user's message, the
   framework's loop, and every way the run ends — completed (the output as JSON),
   cancelled, parked waiting for a person, failed, interrupted, or stopped by a replay;
@@ -31,11 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from actors.errors import DurableRunFailed, NeedsResume, RunCancelled, RunParked, SessionWaiting
+from actors.errors import (
+    DurableRunFailed,
+    NeedsResume,
+    RunCancelled,
+    RunParked,
+    SessionWaiting,
+    UsageError,
+)
 from actors.models.tool_policy import set_tool_context
 from actors.models.tools import InDoubtPolicy, ToolContext, ToolRegistry
 from actors.orchestration.approvals import PendingApproval, apply, pending_of
@@ -77,6 +85,11 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 S = TypeVar("S")
+T = TypeVar("T")
+
+#: The oldest inputs version a framework's run records: the version current when
+#: framework runs came (a run given a conversation to go on from records 7).
+INPUTS_SINCE: Final = 6
 
 
 def first_exception(e: Exception) -> Exception:
@@ -115,7 +128,8 @@ class Drive(Generic[R]):
 
 @dataclass
 class Handoff(Generic[S]):
-    """A streamed run's stream, handed from the run's task to the caller, and back."""
+    """A streamed run's stream (or a stepped run's :class:`Steps`' face), handed from the
+    run's task to the caller, and back."""
 
     ready: asyncio.Future[S]
     #: Set once the caller left the stream's block: the run may end.
@@ -130,9 +144,15 @@ Loop = Callable[["SessionEnv", Bridge, RunRequest], Coroutine[Any, Any, tuple[An
 
 
 async def live_run(
-    fw: Framework, session: Session, prompt: str, model: str, loop: Loop[R]
+    fw: Framework,
+    session: Session,
+    prompt: str,
+    model: str,
+    loop: Loop[R],
+    history: Any = None,
 ) -> Drive[R]:
-    """Run ``loop`` as a new main run of ``session`` (``model``: the name its inputs record).
+    """Run ``loop`` as a new main run of ``session`` (``model``: the name its inputs
+    record; ``history``: the conversation it goes on from, as the framework's JSON).
 
     Raises:
         NeedsResume: the session has an interrupted run.
@@ -159,7 +179,8 @@ async def live_run(
             models={"default": [model]},
             settings=engine.settings,
             flow=FLOW,
-        )
+            history=history,
+        ).in_oldest_version(INPUTS_SINCE)
         request = RunRequest(
             run_id=main_run_id(sid, n), parent_node_id=row.active_node_id, inputs=inputs
         )
@@ -180,8 +201,8 @@ async def live_run(
 async def streamed(
     live: Callable[[Handoff[S]], Coroutine[Any, Any, Drive[Any]]],
 ) -> AsyncIterator[S]:
-    """Run ``live(handoff)`` as a task; yield the stream it hands over. The run ends when
-    the block is left.
+    """Run ``live(handoff)`` as a task; yield the stream (or the stepped run) it hands
+    over. The run ends when the block is left.
 
     Raises:
         DurableRunFailed: the run did not complete (interrupted, waiting).
@@ -200,6 +221,63 @@ async def streamed(
         handoff.done.set()
         drive = await task
     check(drive)
+
+
+#: One step of a run its caller drives (Pydantic AI's: run the next node).
+Step = Callable[[], Awaitable[T]]
+
+
+class Steps:
+    """The steps of a run its caller drives: each step is asked from the caller's task
+    and run in the run's own (inside the recording's seams: its overrides, its bridge),
+    and what it returns is handed back.
+
+    Made in the run's task, handed to the caller (a :class:`Handoff`); the run's task
+    :meth:`serves <serve>` the steps until the caller leaves the block.
+    """
+
+    def __init__(self) -> None:
+        run = asyncio.current_task()
+        assert run is not None, "made in the run's task"
+        self._run = run
+        #: Each step asked, with the future its value is handed back in.
+        self._asked: asyncio.Queue[tuple[Step[Any], asyncio.Future[Any]]] = asyncio.Queue()
+
+    async def ask(self, step: Step[T]) -> T:
+        """(The caller's task.) Run ``step`` in the run's task; return what it returned.
+
+        Raises:
+            StopAsyncIteration: as the step did (the run's nodes are over).
+            UsageError: the run has ended (its block was left): no step is run.
+            Exception: the run ended at the step: what the run raises (:func:`check`).
+        """
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._asked.put_nowait((step, answer))
+        await asyncio.wait([answer, self._run], return_when=asyncio.FIRST_COMPLETED)
+        if answer.done():
+            return answer.result()
+        drive: Drive[Any] = self._run.result()  # the run ended: at the step, or before it
+        check(drive)
+        raise UsageError(f"run {drive.outcome.run_id} has ended: step it inside its block")
+
+    async def serve(self, done: asyncio.Event) -> None:
+        """(The run's task.) Run the steps asked until ``done`` (the caller left the
+        block); a step's exception ends the run."""
+        while not done.is_set():
+            asked = asyncio.ensure_future(self._asked.get())
+            left = asyncio.ensure_future(done.wait())
+            await asyncio.wait([asked, left], return_when=asyncio.FIRST_COMPLETED)
+            left.cancel()
+            if not asked.done():
+                asked.cancel()
+                return
+            step, answer = asked.result()
+            try:
+                value = await step()
+            except StopAsyncIteration as end:
+                answer.set_exception(StopAsyncIteration(*end.args))
+            else:
+                answer.set_result(value)
 
 
 def result(drive: Drive[R]) -> R:

@@ -30,6 +30,12 @@ record version 5 at least.
 The re-drive. ``redrive`` (since version 6) names the re-drive that started the run
 (``clew redrive``, :mod:`actors.runtime.redrive`): a run re-driven after an incident says
 so in its own recording; any other run leaves it out and records version 5.
+
+The history. ``history`` (since version 7) is the conversation a framework's run was
+given to go on from (Pydantic AI's ``message_history``, as that framework's JSON), so a
+resume or a replay hands the framework the same again. A run given none leaves it out
+and records what it recorded before: a framework's run records version 6 at least (the
+version current when framework runs came, :func:`actors.recording.framework_run.live_run`).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from eventlog.errors import DecodeError
 from projections.references import Reference
 
 #: The newest version this clew reads and writes.
-INPUTS_VERSION: Final = 6
+INPUTS_VERSION: Final = 7
 #: The orchestration flow new runs follow (see the module docstring); 1: before ``flow``.
 FLOW: Final = 4
 #: Fields added after version 1, with the version that added them. A dotted path names
@@ -68,6 +74,7 @@ FIELDS_SINCE: Final[dict[str, int]] = {
     "retry_of": 5,
     "team.checks": 5,
     "redrive": 6,
+    "history": 7,
 }
 
 
@@ -223,6 +230,9 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
     retry_of: str | None = None
     #: The re-drive that started this run (since version 6): ``redrive_<time>_<hex>``.
     redrive: str | None = None
+    #: The conversation the run went on from, as its framework's JSON (since version 7);
+    #: None: the run started a conversation of its own.
+    history: Any = None
     inputs_version: int = INPUTS_VERSION
 
     @classmethod
@@ -255,14 +265,15 @@ class RunInputs(msgspec.Struct, frozen=True, kw_only=True):
             del out["inputs_version"]
         return out
 
-    def in_oldest_version(self) -> RunInputs:
-        """Return these inputs in the oldest version that holds every one of them.
+    def in_oldest_version(self, at_least: int = 1) -> RunInputs:
+        """Return these inputs in the oldest version (``at_least`` or later) that holds
+        every one of them.
 
         A run using nothing added since version 1 (no team, no per-tool in-doubt
         policy, default dispatch bound) records version 1: byte for byte what clew
         0.1.0 recorded.
         """
-        for version in range(1, INPUTS_VERSION):
+        for version in range(at_least, INPUTS_VERSION):
             candidate = msgspec.structs.replace(self, inputs_version=version)
             if RunInputs.from_metadata(candidate.to_metadata()) == candidate:
                 return candidate

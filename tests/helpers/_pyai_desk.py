@@ -8,7 +8,8 @@ request it is asked to a calls file, so a test counts the requests across proces
 As a script (``python _pyai_desk.py HOME SESSION WORKDIR``) it runs the agent in the
 session with ``Runtime.from_env`` (so the ``CLEW_FAULT_*`` variables apply);
 ``DESK_KILL_IN_REFUND=1`` SIGKILLs the process inside the refund, after its ledger line;
-``DESK_BASE_URL`` makes its model Pydantic AI's OpenAI model talking to that server.
+``DESK_BASE_URL`` makes its model Pydantic AI's OpenAI model talking to that server;
+``DESK_ITER=1`` drives the run node by node (``DurableAgent.iter``).
 """
 
 from __future__ import annotations
@@ -138,6 +139,15 @@ async def streamed(agent: DurableAgent, session: Any) -> Reply:
         return cast(Reply, await result.get_output())
 
 
+async def iterated(agent: DurableAgent, session: Any) -> Reply:
+    """Run the desk node by node with ``iter`` to its typed output."""
+    async with agent.iter(PROMPT, session=session) as run:
+        async for _ in run:
+            pass
+    assert run.result is not None
+    return cast(Reply, run.result.output)
+
+
 #: The desk, for the checks every framework's run passes (``_framework_checks``).
 DESK = Desk(
     make=desk,
@@ -156,5 +166,7 @@ if __name__ == "__main__":
         agent = desk(work, kill=kill, base_url=os.environ.get("DESK_BASE_URL"))
         if os.environ.get("DESK_STREAM") == "1":  # run_stream: each reply streamed
             print(asyncio.run(streamed(agent, rt.session(sid))).model_dump_json())
+        elif os.environ.get("DESK_ITER") == "1":  # iter: node by node
+            print(asyncio.run(iterated(agent, rt.session(sid))).model_dump_json())
         else:
             print(agent.run_sync(PROMPT, session=rt.session(sid)).output.model_dump_json())

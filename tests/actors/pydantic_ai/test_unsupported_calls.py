@@ -1,6 +1,6 @@
-"""What a durable Pydantic AI run cannot record yet is refused at the call, by name, with
-nothing written: ``iter`` (its nodes would run in the caller's task, outside the seams)
-and ``message_history`` (a resume could not give it back)."""
+"""What a durable Pydantic AI run cannot record is refused at the call, by name, with
+nothing written: a ``message_history`` that is not Pydantic AI messages or holds a value
+JSON cannot hold (a resume could not give it back)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai import Agent, ModelRequest, ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 
 from actors.errors import UsageError
@@ -24,29 +24,39 @@ def _desk() -> DurableAgent:
     return DurableAgent(agent)
 
 
-def test_iter_is_refused_by_name(tmp_path: Path) -> None:
-    with Runtime(tmp_path / "home", tmp_path) as rt:
-        session = rt.new_session()
-        with pytest.raises(
-            UsageError, match=r"DurableAgent\.iter is not supported yet.*run_stream"
-        ):
-            _desk().iter("hello", session=session)
-        assert [] == rt.main_runs(session.id)
+class _Opaque:
+    """A value JSON cannot hold."""
 
 
-def test_message_history_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    history = [ModelRequest(parts=[UserPromptPart("earlier")])]
+@pytest.mark.parametrize(
+    "history",
+    [
+        [ModelRequest(parts=[ToolReturnPart("lookup", _Opaque(), tool_call_id="c1")])],
+        ["earlier"],
+        42,
+    ],
+    ids=["unserialisable-content", "not-messages", "not-a-list"],
+)
+def test_a_history_that_cannot_be_recorded_is_refused_before_anything_is_written(
+    tmp_path: Path, history: object
+) -> None:
     with Runtime(tmp_path / "home", tmp_path) as rt:
         session = rt.new_session()
         before = len(rt.store.read_events(session.id))
-        with pytest.raises(UsageError, match="message_history is not recorded yet"):
+        with pytest.raises(UsageError, match="message_history cannot be recorded"):
             _desk().run_sync("hello", session=session, message_history=history)
 
         async def streamed() -> None:
             async with _desk().run_stream("hello", session=session, message_history=history):
                 pass
 
-        with pytest.raises(UsageError, match="message_history is not recorded yet"):
-            asyncio.run(streamed())
+        async def iterated() -> None:
+            async with _desk().iter("hello", session=session, message_history=history):
+                pass
+
+        for call in (streamed, iterated):
+            with pytest.raises(UsageError, match="message_history cannot be recorded"):
+                asyncio.run(call())
         assert before == len(rt.store.read_events(session.id))
+        assert [] == rt.main_runs(session.id)
         assert "hi" == _desk().run_sync("hello", session=session).output

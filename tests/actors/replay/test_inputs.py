@@ -33,7 +33,7 @@ from eventlog.clock import ManualClock
 from eventlog.errors import DecodeError
 from eventlog.events import RunStarted
 from projections.references import FileReference, MissingReference, SessionReference
-from tests.strategies import json_objects, session_ids, short_texts, texts
+from tests.strategies import json_objects, json_values, session_ids, short_texts, texts
 
 
 @pytest.fixture(scope="module")
@@ -421,6 +421,43 @@ def test_any_version_6_inputs_with_a_redrive_round_trip(
     inputs: RunInputs, redrive: str | None
 ) -> None:
     current = msgspec.structs.replace(inputs, redrive=redrive, inputs_version=6)
+
+    metadata = current.to_metadata()
+
+    assert current == RunInputs.from_metadata(msgspec.json.decode(msgspec.json.encode(metadata)))
+
+
+# --- version 7: the history a framework's run goes on from ---------------------------------
+
+_HISTORY = [{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "earlier"}]}]
+
+
+def test_a_run_given_a_history_records_version_7_and_a_framework_run_without_one_6() -> None:
+    plain = RunInputs(prompt="hi", flow=FLOW)
+    given_one = msgspec.structs.replace(plain, history=_HISTORY)
+
+    assert 5 == plain.in_oldest_version().inputs_version  # a Brain's run: unchanged
+    assert 6 == plain.in_oldest_version(6).inputs_version  # a framework's run: unchanged
+    recorded = given_one.in_oldest_version(6)
+    assert (7, _HISTORY) == (recorded.inputs_version, recorded.to_metadata()["history"])
+    assert recorded == RunInputs.from_metadata(recorded.to_metadata())
+
+
+def test_a_version_6_record_has_no_history_key_and_upcasts_to_none() -> None:
+    v6 = RunInputs(prompt="hi", flow=FLOW, history=_HISTORY, inputs_version=6)
+
+    written = v6.to_metadata()
+
+    assert "history" not in written
+    assert None is RunInputs.from_metadata(written).history
+    assert written == RunInputs.from_metadata(written).to_metadata()  # written back as is
+
+
+@given(run_inputs, st.none() | st.lists(json_values(), max_size=3))
+def test_any_version_7_inputs_with_a_history_round_trip(
+    inputs: RunInputs, history: list[Any] | None
+) -> None:
+    current = msgspec.structs.replace(inputs, history=history, inputs_version=7)
 
     metadata = current.to_metadata()
 
