@@ -23,6 +23,9 @@ session's ``RunSettings.approval_required``, does not interrupt the run with the
 run parks (``run_waiting``); ``clew approve``/``deny`` (or ``Session.decide``) from any
 process records the decision, and a resume re-executes the run to the wait and goes on.
 
+A tool not named in the runner's policies is not idempotent, unless it is an MCP
+server's tool annotated ``readOnlyHint`` or ``idempotentHint`` (:func:`policy_of`).
+
 A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
 :func:`~actors.models.tool_policy.tool_context`.
 """
@@ -104,9 +107,25 @@ class Seam:
 
 
 def policy_of(seam: Seam, tool: FunctionTool) -> ToolPolicy:
-    """Return the policy of ``tool``: given to the runner by name, else not idempotent with
-    the run's in-doubt policy."""
-    return seam.policies.get(tool.name) or ToolPolicy()
+    """Return the policy of ``tool``: given to the runner by name, else idempotent iff it is
+    an MCP server's tool annotated ``readOnlyHint`` or ``idempotentHint`` (as
+    :mod:`actors.mcp` reads a server's tools), with the run's in-doubt policy."""
+    given = seam.policies.get(tool.name)
+    if given is not None:
+        return given
+    return ToolPolicy(idempotent=_mcp_idempotent(tool.mcp_annotations))
+
+
+def _mcp_idempotent(notes: Any) -> bool:
+    """True iff MCP ``ToolAnnotations`` (either SDK generation's spelling) say the tool is
+    read-only or idempotent."""
+    if notes is None:
+        return False
+    hints = (
+        getattr(notes, name, None)
+        for name in ("read_only_hint", "readOnlyHint", "idempotent_hint", "idempotentHint")
+    )
+    return any(hint is True for hint in hints)
 
 
 def recorded_tool(tool: FunctionTool, seam: Seam, role: str) -> FunctionTool:

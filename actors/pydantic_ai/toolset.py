@@ -8,11 +8,17 @@ replay hands back the recorded result; a call a crash left *in doubt* (started, 
 outcome) runs again if the tool is idempotent, else its in-doubt policy decides
 (:class:`ToolPolicy`; docs/replay-and-recovery.md).
 
+A tool not named in the wrapper's policies and without ``metadata={"clew": {...}}`` is
+idempotent iff its definition carries MCP annotations (an MCP toolset's tools do)
+``readOnlyHint`` or ``idempotentHint``, as :mod:`actors.mcp` reads a server's tools.
+
 What the framework gets back is the recorded form (the result as JSON), live as on a
-replay, so both ask the model the same. A tool that raises ``ModelRetry`` is a recorded
-``tool_failed`` (error type ``ModelRetry``) raised again as ``ModelRetry``; an in-doubt
-call not run again is told to the model the same way; any other exception ends the run,
-as it does in Pydantic AI, as :class:`ToolCallFailed`.
+replay, so both ask the model the same. A tool that raises ``ModelRetry`` (an MCP
+toolset's error, by default) is a recorded ``tool_failed`` (error type ``ModelRetry``)
+raised again as ``ModelRetry``, and ``ToolFailed`` (an MCP toolset's with
+``tool_error_behavior="failed"``) as ``ToolFailed``; an in-doubt call not run again is
+told to the model as ``ModelRetry``; any other exception ends the run, as it does in
+Pydantic AI, as :class:`ToolCallFailed`.
 
 A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
 :func:`tool_context` (:mod:`actors.models.tool_policy`, shared with the Agents SDK's
@@ -36,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from pydantic_ai import WrapperToolset
 from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
@@ -51,6 +58,16 @@ if TYPE_CHECKING:
 
 #: The error types a call's outcome is told to the model with (``ModelRetry``), not raised.
 _RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
+#: The error type of a terminal failure told to the model (Pydantic AI's ``ToolFailed``).
+_FAILED: Final = "ToolFailed"
+
+
+def mcp_idempotent(annotations: Any) -> bool:
+    """True iff MCP tool ``annotations`` (as an MCP toolset's tool definition carries them:
+    a dict, wire spelling) say ``readOnlyHint`` or ``idempotentHint``."""
+    if not isinstance(annotations, Mapping):
+        return False
+    return annotations.get("readOnlyHint") is True or annotations.get("idempotentHint") is True
 
 
 class RecordedToolset(WrapperToolset[Any]):
@@ -95,14 +112,16 @@ class RecordedToolset(WrapperToolset[Any]):
 
     def policy(self, name: str, tool: ToolsetTool[Any]) -> ToolPolicy:
         """Return the policy of tool ``name``: given to the wrapper, else the tool's
-        ``metadata={"clew": {...}}``, else not idempotent with the run's in-doubt policy."""
+        ``metadata={"clew": {...}}``, else idempotent iff its MCP annotations say so
+        (:func:`mcp_idempotent`), with the run's in-doubt policy."""
         given = self._policies.get(name)
         if given is not None:
             return given
-        meta = (tool.tool_def.metadata or {}).get("clew")
+        metadata = tool.tool_def.metadata or {}
+        meta = metadata.get("clew")
         if isinstance(meta, dict):
             return msgspec.convert(meta, ToolPolicy)
-        return ToolPolicy()
+        return ToolPolicy(idempotent=mcp_idempotent(metadata.get("annotations")))
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -135,6 +154,8 @@ class RecordedToolset(WrapperToolset[Any]):
         )
         outcome = await tool_call(self._bridge, call)
         if isinstance(outcome, ToolFailed):
+            if outcome.error_type == _FAILED:
+                raise PaiToolFailed(outcome.message)
             if outcome.error_type in _RETRY:
                 raise ModelRetry(outcome.message)
             raise ToolCallFailed(name, outcome.error_type, outcome.message)
@@ -142,9 +163,12 @@ class RecordedToolset(WrapperToolset[Any]):
 
 
 def _error_of(e: Exception) -> tuple[str, str]:
-    """The ``tool_failed`` of what a tool raised: ``ModelRetry`` is told to the model."""
+    """The ``tool_failed`` of what a tool raised: ``ModelRetry`` and ``ToolFailed`` are
+    told to the model."""
     if isinstance(e, ModelRetry):
         return "ModelRetry", e.message
+    if isinstance(e, PaiToolFailed):
+        return _FAILED, e.message
     return type(e).__name__, str(e) or repr(e)
 
 
