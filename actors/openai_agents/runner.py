@@ -19,6 +19,11 @@ application hands the runner back: ``session.resume(agent=runner)``,
 ``rt.replay(sid, agent=runner)`` (the :class:`~actors.orchestration.brain.RunKind`
 protocol: :meth:`DurableRunner.execute`).
 
+An agent's MCP servers the application has not connected are connected for the run (and
+cleaned up after it): a resume or a replay runs on an event loop of its own, where a
+server connected on the application's loop cannot serve; their tool lists are the
+servers' own (a replay lists them again, and calls no tool).
+
 Not recorded (the application passes the same again on a resume: give them to the
 runner): the ``context``, the ``RunConfig``, ``max_turns``, the memory. The input is one
 prompt (a string). A resume or a replay of a streamed run re-executes it with
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -208,20 +213,33 @@ class DurableRunner:
             "session": recorded,
         }
         try:
-            if given.handoff is None:
-                done = await Runner.run(agent, prompt, **kwargs)
-                return done.final_output, done
-            stream = Runner.run_streamed(agent, prompt, **kwargs)
-            given.handoff.ready.set_result(stream)
-            await given.handoff.done.wait()
-            async for _ in stream.stream_events():  # the caller may have left early
-                pass
-            return stream.final_output, None
+            async with _connected(list(wiring.by_name.values())):
+                if given.handoff is None:
+                    done = await Runner.run(agent, prompt, **kwargs)
+                    return done.final_output, done
+                stream = Runner.run_streamed(agent, prompt, **kwargs)
+                given.handoff.ready.set_result(stream)
+                await given.handoff.done.wait()
+                async for _ in stream.stream_events():  # the caller may have left early
+                    pass
+                return stream.final_output, None
         except Exception as e:  # the SDK wraps what a tool raised: clew's own goes up as it is
             leaf = _leaf(e)
             if leaf is not e and isinstance(leaf, RunParked | RunCancelled):
                 raise leaf from None
             raise
+
+
+@asynccontextmanager
+async def _connected(agents: list[Agent[Any]]) -> AsyncIterator[None]:
+    """Connect the agents' MCP servers not connected yet for the block (a resume's and a
+    replay's run on an event loop of their own: the application cannot connect them)."""
+    async with AsyncExitStack() as stack:
+        for agent in agents:
+            for server in agent.mcp_servers:
+                if getattr(server, "session", True) is None:  # not connected
+                    await stack.enter_async_context(server)
+        yield
 
 
 def _leaf(e: Exception) -> Exception:

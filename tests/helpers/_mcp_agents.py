@@ -196,7 +196,7 @@ def _sdk_model_class() -> type:
             if not outputs:
                 topic = {"topic": self.topic}
                 output = [function_call("lookup", topic, call_id="call-1")]
-            elif "call-2" not in outputs and not outputs["call-1"].startswith("An error"):
+            elif "call-2" not in outputs and "error" not in outputs["call-1"].lower():
                 note = {"text": f"seen {self.topic}"}
                 output = [function_call("append_note", note, call_id="call-2")]
             else:
