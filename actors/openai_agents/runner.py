@@ -19,10 +19,11 @@ application hands the runner back: ``session.resume(agent=runner)``,
 ``rt.replay(sid, agent=runner)`` (the :class:`~actors.orchestration.brain.RunKind`
 protocol: :meth:`DurableRunner.execute`).
 
-An agent's MCP servers the application has not connected are connected for the run (and
-cleaned up after it): a resume or a replay runs on an event loop of its own, where a
-server connected on the application's loop cannot serve; their tool lists are the
-servers' own (a replay lists them again, and calls no tool).
+An agent's MCP servers' tool lists are recorded, and a server the application has not
+connected is connected when a step goes live and cleaned up after the run
+(:func:`~actors.openai_agents.tools.recorded_servers`): a resume or a replay runs on an
+event loop of its own, where a server connected on the application's loop cannot serve,
+and a replay never starts one.
 
 Not recorded (the application passes the same again on a resume: give them to the
 runner): the ``context``, the ``RunConfig``, ``max_turns``, the memory. The input is one
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -49,7 +50,7 @@ from actors.models.tool_policy import ToolPolicy
 from actors.models.tools import InDoubtPolicy
 from actors.openai_agents.memory import RecordedMemory
 from actors.openai_agents.messages import jsonable
-from actors.openai_agents.tools import Seam
+from actors.openai_agents.tools import Seam, recorded_servers
 from actors.openai_agents.wiring import Wiring
 from actors.recording.framework_run import (
     Drive,
@@ -213,7 +214,8 @@ class DurableRunner:
             "session": recorded,
         }
         try:
-            async with _connected(list(wiring.by_name.values())):
+            servers = [s for a in wiring.by_name.values() for s in a.mcp_servers]
+            async with recorded_servers(servers, bridge):
                 if given.handoff is None:
                     done = await Runner.run(agent, prompt, **kwargs)
                     return done.final_output, done
@@ -228,18 +230,6 @@ class DurableRunner:
             if leaf is not e and isinstance(leaf, RunParked | RunCancelled):
                 raise leaf from None
             raise
-
-
-@asynccontextmanager
-async def _connected(agents: list[Agent[Any]]) -> AsyncIterator[None]:
-    """Connect the agents' MCP servers not connected yet for the block (a resume's and a
-    replay's run on an event loop of their own: the application cannot connect them)."""
-    async with AsyncExitStack() as stack:
-        for agent in agents:
-            for server in agent.mcp_servers:
-                if getattr(server, "session", True) is None:  # not connected
-                    await stack.enter_async_context(server)
-        yield
 
 
 def _leaf(e: Exception) -> Exception:

@@ -8,9 +8,14 @@ replay hands back the recorded result; a call a crash left *in doubt* (started, 
 outcome) runs again if the tool is idempotent, else its in-doubt policy decides
 (:class:`ToolPolicy`; docs/replay-and-recovery.md).
 
-A tool not named in the wrapper's policies and without ``metadata={"clew": {...}}`` is
-idempotent iff its definition carries MCP annotations (an MCP toolset's tools do)
-``readOnlyHint`` or ``idempotentHint``, as :mod:`actors.mcp` reads a server's tools.
+An MCP toolset (Pydantic AI's ``MCPToolset``) is recorded as the durable-execution
+wrappers record it: listing its tools is a recorded call too (:data:`LIST_TOOLS`, its
+result the tool definitions), and it is entered — its server started or reached — only
+when a listing or a call goes live. So a resume or a replay rebuilds its tools from the
+recording (``get_tool_for_tool_def``), and a replay never starts the server. A tool not
+named in the wrapper's policies and without ``metadata={"clew": {...}}`` is idempotent
+iff its definition carries MCP annotations (an MCP toolset's tools do) ``readOnlyHint``
+or ``idempotentHint``, as :mod:`actors.mcp` reads a server's tools.
 
 What the framework gets back is the recorded form (the result as JSON), live as on a
 replay, so both ask the model the same. A tool that raises ``ModelRetry`` (an MCP
@@ -36,14 +41,16 @@ an edit), or the model is told the denial.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import msgspec
+from pydantic import TypeAdapter
 from pydantic_ai import WrapperToolset
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from actors.errors import ToolCallFailed
@@ -60,6 +67,19 @@ if TYPE_CHECKING:
 _RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
 #: The error type of a terminal failure told to the model (Pydantic AI's ``ToolFailed``).
 _FAILED: Final = "ToolFailed"
+#: The name an MCP toolset's recorded tool list is called under.
+LIST_TOOLS: Final = "mcp.list_tools"
+_DEFINITIONS: Final = TypeAdapter(list[ToolDefinition])
+
+
+def is_mcp_toolset(toolset: AbstractToolset[Any]) -> bool:
+    """True iff ``toolset`` is Pydantic AI's ``MCPToolset`` whose tool list is all it tells
+    the model (not ``include_instructions``: the server's instructions come with its
+    connection)."""
+    mcp = sys.modules.get("pydantic_ai.mcp")  # an MCPToolset was made: it is imported
+    if mcp is None or not isinstance(toolset, mcp.MCPToolset):
+        return False
+    return not toolset.include_instructions
 
 
 def mcp_idempotent(annotations: Any) -> bool:
@@ -88,11 +108,34 @@ class RecordedToolset(WrapperToolset[Any]):
         self._approval_required = list(approval_required or [])
         #: The tools that wait for a person's approval (their kind was ``unapproved``).
         self._gated: set[str] = set()
+        #: An MCP toolset: its tool lists are recorded calls, its server connected only
+        #: when a step goes live (:meth:`_connect`).
+        self._remote = is_mcp_toolset(wrapped)
+        self._connected = False
+        self._listings = 0
+
+    async def __aenter__(self) -> Self:
+        if not self._remote:
+            await self.wrapped.__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        if self._remote and not self._connected:
+            return None
+        self._connected = False
+        done: bool | None = await self.wrapped.__aexit__(*args)
+        return done
+
+    async def _connect(self) -> None:
+        """Enter an MCP toolset (start or reach its server) once a step needs it live."""
+        if self._remote and not self._connected:
+            await self.wrapped.__aenter__()
+            self._connected = True
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         # A tool that requires approval is called through this toolset, which makes it
         # wait the clew way (:meth:`_gate`), instead of being deferred by the framework.
-        tools = await self.wrapped.get_tools(ctx)
+        tools = await (self._listed(ctx) if self._remote else self.wrapped.get_tools(ctx))
         out: dict[str, ToolsetTool[Any]] = {}
         for name, tool in tools.items():
             required = name in self._approval_required or "*" in self._approval_required
@@ -109,6 +152,31 @@ class RecordedToolset(WrapperToolset[Any]):
     def visit_and_replace(self, visitor: Any) -> AbstractToolset[Any]:
         # Never rebuilt around another toolset: the wrapper is made per run.
         return self
+
+    async def _listed(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """An MCP toolset's tools, listed as a recorded call (:data:`LIST_TOOLS`): a resume
+        or a replay rebuilds them from the recorded definitions, without the server."""
+        self._listings += 1
+        key = self.wrapped.id or "mcp"
+        started = ToolCallStarted(
+            tool_call_id=f"{key}:{LIST_TOOLS}:{self._listings}",
+            tool_name=LIST_TOOLS,
+            arguments={"toolset": key},
+            idempotent=True,
+        )
+
+        async def run() -> Any:
+            await self._connect()
+            tools = await self.wrapped.get_tools(ctx)
+            return _DEFINITIONS.dump_python([t.tool_def for t in tools.values()], mode="json")
+
+        call = ToolCall(started, run, role=self._bridge.role, in_doubt="retry", gated=False,
+                        jsonable=jsonable)  # fmt: skip
+        outcome = await tool_call(self._bridge, call)
+        if isinstance(outcome, ToolFailed):
+            raise ToolCallFailed(LIST_TOOLS, outcome.error_type, outcome.message)
+        definitions = _DEFINITIONS.validate_python(result_of(outcome))
+        return {d.name: await self.wrapped.get_tool_for_tool_def(d, ctx) for d in definitions}
 
     def policy(self, name: str, tool: ToolsetTool[Any]) -> ToolPolicy:
         """Return the policy of tool ``name``: given to the wrapper, else the tool's
@@ -136,6 +204,7 @@ class RecordedToolset(WrapperToolset[Any]):
         )
 
         async def run() -> Any:
+            await self._connect()
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
         def edit(arguments: dict[str, Any]) -> None:

@@ -9,8 +9,8 @@ told otherwise (a ``ModelRetry``, an in-doubt call not run again).
 
 As a script (``python _mcp_agents.py pai|sdk HOME SESSION WORKDIR``) it runs that agent in
 the session with ``Runtime.from_env`` (so the ``CLEW_FAULT_*`` variables apply);
-``MCP_KILL_IN_APPEND=1`` SIGKILLs the process inside ``append_note``'s call, once the
-server has appended the line and answered (before the outcome is recorded);
+``MCP_KILL_IN=TOOL`` SIGKILLs the process inside that tool's call, once the server has
+answered (``append_note``: appended the line) and before the outcome is recorded;
 ``MCP_IN_DOUBT`` is the agent's in-doubt policy.
 """
 
@@ -54,8 +54,8 @@ def _count(workdir: Path) -> None:
         f.write("call\n")
 
 
-def _kill_in_append() -> bool:
-    return os.environ.get("MCP_KILL_IN_APPEND") == "1"
+def _kill_in() -> str:
+    return os.environ.get("MCP_KILL_IN", "")
 
 
 def _in_doubt() -> InDoubtPolicy | None:
@@ -70,12 +70,14 @@ def pai_agent(
     *,
     topic: str = "clew",
     url: str | None = None,
-    kill: bool = False,
+    kill: str = "",
     in_doubt: InDoubtPolicy | None = None,
     tool_error_behavior: str = "retry",
+    command: str = sys.executable,
 ) -> Any:
-    """Return a ``DurableAgent`` whose toolset is the MCP server (over stdio, or at
-    ``url``); its ``FunctionModel`` looks ``topic`` up, notes what it found, answers."""
+    """Return a ``DurableAgent`` whose toolset is the MCP server (over stdio, started by
+    ``command``, or at ``url``); its ``FunctionModel`` looks ``topic`` up, notes what it
+    found, answers."""
     from fastmcp.client.transports import StdioTransport  # noqa: PLC0415 - the mcp extra
     from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart  # noqa: PLC0415
     from pydantic_ai.mcp import MCPToolset  # noqa: PLC0415
@@ -109,12 +111,12 @@ def pai_agent(
 
     async def process(ctx: Any, call_tool: Any, name: str, args: dict[str, Any]) -> Any:
         result = await call_tool(name, args)
-        if kill and name == "append_note":
+        if name == kill:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
     env = child_env(NOTES_FILE=str(workdir / "notes.txt"))
-    server: Any = url or StdioTransport(command=sys.executable, args=[str(SERVER)], env=env)
+    server: Any = url or StdioTransport(command=command, args=[str(SERVER)], env=env)
     toolset = MCPToolset(
         server,
         id="kb",
@@ -128,12 +130,13 @@ def pai_agent(
 # --- the OpenAI Agents SDK ----------------------------------------------------------------
 
 
-def sdk_server(workdir: Path) -> Any:
-    """Return the SDK's ``MCPServerStdio`` of the test server (not connected)."""
+def sdk_server(workdir: Path, command: str = sys.executable) -> Any:
+    """Return the SDK's ``MCPServerStdio`` of the test server, started by ``command`` (not
+    connected)."""
     from agents.mcp import MCPServerStdio  # noqa: PLC0415 - the openai-agents extra
 
     env = child_env(NOTES_FILE=str(workdir / "notes.txt"))
-    params = {"command": sys.executable, "args": [str(SERVER)], "env": env}
+    params = {"command": command, "args": [str(SERVER)], "env": env}
     return MCPServerStdio(params, name="kb", client_session_timeout_seconds=60)
 
 
@@ -142,11 +145,11 @@ def sdk_runner(
     server: Any,
     *,
     topic: str = "clew",
-    kill: bool = False,
+    kill: str = "",
     in_doubt: InDoubtPolicy | None = None,
 ) -> Any:
     """Return a ``DurableRunner`` whose agent's MCP server is ``server``; its fake model
-    looks ``topic`` up, notes what it found, answers (``kill``: SIGKILL inside the note's
+    looks ``topic`` up, notes what it found, answers (``kill``: SIGKILL inside that tool's
     call, after the server answered)."""
     from agents import Agent, RunConfig  # noqa: PLC0415 - the openai-agents extra
 
@@ -157,7 +160,7 @@ def sdk_runner(
 
         async def killing(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
             result = await call_tool(name, arguments, *args, **kwargs)
-            if name == "append_note":
+            if name == kill:
                 os.kill(os.getpid(), signal.SIGKILL)
             return result
 
@@ -269,7 +272,7 @@ def killed(framework: str, home: Path, sid: str, workdir: Path, **env: str) -> N
 
 async def _sdk_run(workdir: Path, session: Any) -> Any:
     async with sdk_server(workdir) as server:
-        runner = sdk_runner(workdir, server, kill=_kill_in_append(), in_doubt=_in_doubt())
+        runner = sdk_runner(workdir, server, kill=_kill_in(), in_doubt=_in_doubt())
         return (await runner.run(PROMPT, session=session)).final_output
 
 
@@ -279,7 +282,7 @@ if __name__ == "__main__":
     framework, home, sid, work = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
     with Runtime.from_env(home=home, project_dir=str(work)) as rt:
         if framework == "pai":
-            agent = pai_agent(work, kill=_kill_in_append(), in_doubt=_in_doubt())
+            agent = pai_agent(work, kill=_kill_in(), in_doubt=_in_doubt())
             print(agent.run_sync(PROMPT, session=rt.session(sid)).output)
         else:
             print(asyncio.run(_sdk_run(work, rt.session(sid))))

@@ -1,9 +1,9 @@
 """An Agents SDK agent with a real MCP server (``Agent(mcp_servers=[MCPServerStdio(...)])``,
 tests/helpers/_mcp_server.py) run by clew's ``DurableRunner``: each MCP call recorded like a
 function tool's, the server's ``readOnlyHint`` read as idempotent, its tool error recorded
-as the SDK hands it to the model, a replay identical without a tool call (the runner
-connects the servers of a replay or a resume itself), and a process SIGKILLed inside the
-non-idempotent call resumed by the in-doubt policy."""
+as the SDK hands it to the model, each tool list recorded as a call of its own, a replay
+identical without the server (the runner connects a server the application did not, when
+a step goes live), and a process SIGKILLed inside a call resumed by the in-doubt policy."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ pytest.importorskip("mcp")
 
 from _mcp_agents import NOTED, PROMPT, calls, killed, notes, sdk_runner, sdk_server
 
+from actors.openai_agents.tools import LIST_TOOLS
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
 from eventlog.blocks import JsonBlock
@@ -31,6 +32,8 @@ def _of(rt: Runtime, sid: str, kind: type) -> list[Any]:
 def _results(rt: Runtime, sid: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in _of(rt, sid, ToolCallFinished):
+        if f.tool_name == LIST_TOOLS:
+            continue
         (block,) = f.content
         assert isinstance(block, JsonBlock)
         out[f.tool_name] = block.data
@@ -39,7 +42,9 @@ def _results(rt: Runtime, sid: str) -> dict[str, Any]:
 
 def _check_replay(rt: Runtime, sid: str, workdir: Path, **options: Any) -> None:
     before, asked = notes(workdir), calls(workdir)
-    report = rt.replay(sid, agent=sdk_runner(workdir, sdk_server(workdir), **options))
+    # The server is not needed to replay: one that cannot start replays identically.
+    server = sdk_server(workdir, command="/no/such/server")
+    report = rt.replay(sid, agent=sdk_runner(workdir, server, **options))
     assert report.identical, report.summary()
     assert before == notes(workdir)  # no MCP tool was called again
     assert asked == calls(workdir)  # nor the model
@@ -56,7 +61,9 @@ def test_the_mcp_servers_calls_are_recorded_and_a_replay_calls_no_tool(tmp_path:
     with Runtime(tmp_path / "home", tmp_path) as rt:
         session = rt.new_session()
         assert NOTED == asyncio.run(_run(tmp_path, session))
-        started = _of(rt, session.id, ToolCallStarted)
+        every = _of(rt, session.id, ToolCallStarted)
+        started = [s for s in every if s.tool_name != LIST_TOOLS]
+        assert 3 == len(every) - len(started)  # the tools listed before each model call
         assert [("lookup", True), ("append_note", False)] == [
             (s.tool_name, s.idempotent)
             for s in started  # readOnlyHint; no annotation
@@ -98,7 +105,7 @@ def test_a_kill_inside_the_note_resumes_without_noting_twice(tmp_path: Path) -> 
     home = tmp_path / "home"
     with Runtime(home, tmp_path) as rt:
         sid = rt.new_session().id
-    killed("sdk", home, sid, tmp_path, MCP_KILL_IN_APPEND="1")
+    killed("sdk", home, sid, tmp_path, MCP_KILL_IN="append_note")
     assert ["seen clew"] == notes(tmp_path)  # the server noted it, the outcome was lost
 
     with Runtime(home, tmp_path) as rt:
@@ -116,7 +123,7 @@ def test_a_kill_inside_the_note_under_retry_notes_it_again_once(tmp_path: Path) 
     home = tmp_path / "home"
     with Runtime(home, tmp_path) as rt:
         sid = rt.new_session().id
-    killed("sdk", home, sid, tmp_path, MCP_KILL_IN_APPEND="1", MCP_IN_DOUBT="retry")
+    killed("sdk", home, sid, tmp_path, MCP_KILL_IN="append_note", MCP_IN_DOUBT="retry")
 
     with Runtime(home, tmp_path) as rt:
         runner = sdk_runner(tmp_path, sdk_server(tmp_path), in_doubt="retry")
@@ -125,3 +132,18 @@ def test_a_kill_inside_the_note_under_retry_notes_it_again_once(tmp_path: Path) 
         assert "clew: an event-sourced actor runtime (noted: 2 notes)" == outcome.output
         assert ["seen clew", "seen clew"] == notes(tmp_path)  # at least once: no key
         _check_replay(rt, sid, tmp_path, in_doubt="retry")
+
+
+def test_a_kill_inside_the_read_only_lookup_runs_it_again_on_resume(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Runtime(home, tmp_path) as rt:
+        sid = rt.new_session().id
+    killed("sdk", home, sid, tmp_path, MCP_KILL_IN="lookup")
+
+    with Runtime(home, tmp_path) as rt:
+        outcome = rt.resume(sid, agent=sdk_runner(tmp_path, sdk_server(tmp_path)))
+        assert "completed" == outcome.status, outcome.error
+        assert NOTED == outcome.output  # idempotent: run again, whatever the policy
+        assert ["seen clew"] == notes(tmp_path)
+        assert [] == _of(rt, sid, ToolFailed)
+        _check_replay(rt, sid, tmp_path)

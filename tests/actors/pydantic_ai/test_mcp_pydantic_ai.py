@@ -1,9 +1,9 @@
 """A Pydantic AI agent whose toolset is a real MCP server (``MCPToolset`` over stdio and
 streamable HTTP: tests/helpers/_mcp_server.py) run as a durable clew run: each MCP call
-recorded like a function tool's, the server's ``readOnlyHint`` read as idempotent, its
-tool errors recorded as the framework sees them, a replay identical without a tool
-call, and a process SIGKILLed inside the non-idempotent call resumed by the in-doubt
-policy."""
+recorded like a function tool's and each tool list as a call of its own, the server's
+``readOnlyHint`` read as idempotent, its tool errors recorded as the framework sees them,
+a replay identical without the server, and a process SIGKILLed inside the non-idempotent
+call resumed by the in-doubt policy."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ pytest.importorskip("fastmcp")  # pydantic_ai.mcp's client (pydantic-ai-slim[mcp
 
 from _mcp_agents import NOTED, PROMPT, calls, free_port, http_server, killed, notes, pai_agent
 
+from actors.pydantic_ai.toolset import LIST_TOOLS
 from actors.runtime.runtime import Runtime
 from eventlog.blocks import JsonBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
@@ -29,6 +30,8 @@ def _of(rt: Runtime, sid: str, kind: type) -> list:  # type: ignore[type-arg]
 def _results(rt: Runtime, sid: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for f in _of(rt, sid, ToolCallFinished):
+        if f.tool_name == LIST_TOOLS:
+            continue
         (block,) = f.content
         assert isinstance(block, JsonBlock)
         out[f.tool_name] = block.data
@@ -36,7 +39,9 @@ def _results(rt: Runtime, sid: str) -> dict[str, object]:
 
 
 def _check_recorded(rt: Runtime, sid: str, workdir: Path) -> None:
-    started = _of(rt, sid, ToolCallStarted)
+    every = _of(rt, sid, ToolCallStarted)
+    started = [s for s in every if s.tool_name != LIST_TOOLS]
+    assert 3 == len(every) - len(started)  # the tools listed before each model request
     assert [("lookup", True), ("append_note", False)] == [
         (s.tool_name, s.idempotent)
         for s in started  # readOnlyHint; no annotation
@@ -65,11 +70,17 @@ def test_an_mcp_toolsets_calls_are_recorded_and_replay_calls_no_tool(tmp_path: P
         result = pai_agent(tmp_path).run_sync(PROMPT, session=session)
         assert NOTED == result.output
         _check_recorded(rt, session.id, tmp_path)
-        types = [e.event_type for e in rt.store.iter_events(session.id)]
-        started = types.index("tool_call_started")
-        assert "tool_call_finished" == types[started + 1]
-        assert "run_ended" == types[-1]
+        (listed, *_) = (e for e in _of(rt, session.id, ToolCallFinished))
+        assert LIST_TOOLS == listed.tool_name
+        (definitions,) = listed.content
+        assert isinstance(definitions, JsonBlock)
+        annotations = {d["name"]: d["metadata"]["annotations"] for d in definitions.data}
+        assert {"readOnlyHint": True} == {
+            k: v for k, v in (annotations["lookup"] or {}).items() if v is not None
+        }
         _check_replay(rt, session.id, tmp_path, pai_agent(tmp_path))
+        # The server is not needed to replay: one that cannot start replays identically.
+        _check_replay(rt, session.id, tmp_path, pai_agent(tmp_path, command="/no/such/server"))
 
 
 def test_a_streamable_http_mcp_server_is_recorded_alike(tmp_path: Path) -> None:
@@ -120,7 +131,7 @@ def test_a_kill_inside_the_note_resumes_without_noting_twice(tmp_path: Path) -> 
     home = tmp_path / "home"
     with Runtime(home, tmp_path) as rt:
         sid = rt.new_session().id
-    killed("pai", home, sid, tmp_path, MCP_KILL_IN_APPEND="1")
+    killed("pai", home, sid, tmp_path, MCP_KILL_IN="append_note")
     assert ["seen clew"] == notes(tmp_path)  # the server noted it, the outcome was lost
 
     with Runtime(home, tmp_path) as rt:
@@ -140,7 +151,7 @@ def test_a_kill_inside_the_note_under_retry_notes_it_again_once(tmp_path: Path) 
     home = tmp_path / "home"
     with Runtime(home, tmp_path) as rt:
         sid = rt.new_session().id
-    killed("pai", home, sid, tmp_path, MCP_KILL_IN_APPEND="1", MCP_IN_DOUBT="retry")
+    killed("pai", home, sid, tmp_path, MCP_KILL_IN="append_note", MCP_IN_DOUBT="retry")
 
     with Runtime(home, tmp_path) as rt:
         outcome = rt.resume(sid, agent=pai_agent(tmp_path, in_doubt="retry"))
@@ -152,7 +163,22 @@ def test_a_kill_inside_the_note_under_retry_notes_it_again_once(tmp_path: Path) 
         _check_replay(rt, sid, tmp_path, pai_agent(tmp_path, in_doubt="retry"))
 
 
-def test_a_kill_before_the_read_only_lookup_runs_it_on_resume(tmp_path: Path) -> None:
+def test_a_kill_inside_the_read_only_lookup_runs_it_again_on_resume(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Runtime(home, tmp_path) as rt:
+        sid = rt.new_session().id
+    killed("pai", home, sid, tmp_path, MCP_KILL_IN="lookup")
+
+    with Runtime(home, tmp_path) as rt:
+        outcome = rt.resume(sid, agent=pai_agent(tmp_path))  # in doubt: idempotent
+        assert "completed" == outcome.status, outcome.error
+        assert NOTED == outcome.output  # run again, whatever the in-doubt policy
+        assert ["seen clew"] == notes(tmp_path)
+        assert [] == _of(rt, sid, ToolFailed)
+        _check_replay(rt, sid, tmp_path, pai_agent(tmp_path))
+
+
+def test_a_kill_before_the_tools_are_listed_lists_them_on_resume(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with Runtime(home, tmp_path) as rt:
         sid = rt.new_session().id
@@ -161,6 +187,6 @@ def test_a_kill_before_the_read_only_lookup_runs_it_on_resume(tmp_path: Path) ->
     with Runtime(home, tmp_path) as rt:
         outcome = rt.resume(sid, agent=pai_agent(tmp_path))
         assert "completed" == outcome.status, outcome.error
-        assert NOTED == outcome.output  # idempotent: run again, whatever the policy
-        assert ["seen clew"] == notes(tmp_path)
+        assert NOTED == outcome.output
+        _check_recorded(rt, sid, tmp_path)
         _check_replay(rt, sid, tmp_path, pai_agent(tmp_path))
