@@ -242,7 +242,7 @@ async def recorded_servers(servers: Sequence[Any], bridge: Bridge) -> AsyncItera
 
         async def listed(run_context: Any = None, agent: Any = None) -> list[Any]:
             listings[0] += 1
-            started = ToolCallStarted(tool_call_id=f"{name}:{LIST_TOOLS}:{listings[0]}",
+            started = ToolCallStarted(tool_call_id=f"{name}:tools:{listings[0]}",
                                       tool_name=LIST_TOOLS, arguments={"server": name},
                                       idempotent=True)  # fmt: skip
 

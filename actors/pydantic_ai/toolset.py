@@ -159,7 +159,7 @@ class RecordedToolset(WrapperToolset[Any]):
         self._listings += 1
         key = self.wrapped.id or "mcp"
         started = ToolCallStarted(
-            tool_call_id=f"{key}:{LIST_TOOLS}:{self._listings}",
+            tool_call_id=f"{key}:tools:{self._listings}",
             tool_name=LIST_TOOLS,
             arguments={"toolset": key},
             idempotent=True,

@@ -16,7 +16,17 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("mcp")
 
-from _mcp_agents import NOTED, PROMPT, calls, killed, notes, sdk_runner, sdk_server
+from _mcp_agents import (
+    NOTED,
+    PROMPT,
+    calls,
+    free_port,
+    http_server,
+    killed,
+    notes,
+    sdk_runner,
+    sdk_server,
+)
 
 from actors.openai_agents.tools import LIST_TOOLS
 from actors.runtime.runtime import Runtime
@@ -75,6 +85,27 @@ def test_the_mcp_servers_calls_are_recorded_and_a_replay_calls_no_tool(tmp_path:
         assert ["seen clew"] == notes(tmp_path)
         assert 3 == calls(tmp_path)
         _check_replay(rt, session.id, tmp_path)
+
+
+def test_a_streamable_http_server_is_recorded_alike(tmp_path: Path) -> None:
+    from agents.mcp import MCPServerStreamableHttp  # noqa: PLC0415 - after the skip
+
+    port = free_port()
+    proc = http_server(tmp_path, port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        with Runtime(tmp_path / "home", tmp_path) as rt:
+            session = rt.new_session()
+            server = MCPServerStreamableHttp({"url": url}, name="kb")
+            result = sdk_runner(tmp_path, server).run_sync(PROMPT, session=session)
+            assert NOTED == result.final_output
+            assert ["seen clew"] == notes(tmp_path)
+            proc.terminate()  # the server is gone: the replay does not need it
+            proc.wait(30)
+            _check_replay(rt, session.id, tmp_path)
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_a_runner_connects_servers_the_application_did_not(tmp_path: Path) -> None:
