@@ -52,9 +52,11 @@ class McpArguments(pydantic.BaseModel):
 
 
 def _field(obj: Any, snake: str, camel: str) -> Any:
-    """``obj.snake`` (mcp 2.x) or ``obj.camel`` (mcp 1.x), else None."""
-    value = getattr(obj, snake, None)
-    return getattr(obj, camel, None) if value is None else value
+    """``obj.snake`` (mcp 2.x) or ``obj.camel`` (mcp 1.x), else None. An mcp 2.x object's
+    camel alias is never read: fastmcp, once imported, makes reading it warn."""
+    if hasattr(obj, snake):
+        return getattr(obj, snake)
+    return getattr(obj, camel, None)
 
 
 def _leaf(e: BaseException) -> BaseException:

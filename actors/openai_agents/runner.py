@@ -19,6 +19,12 @@ application hands the runner back: ``session.resume(agent=runner)``,
 ``rt.replay(sid, agent=runner)`` (the :class:`~actors.orchestration.brain.RunKind`
 protocol: :meth:`DurableRunner.execute`).
 
+An agent's MCP servers' tool lists are recorded, and a server the application has not
+connected is connected when a step goes live and cleaned up after the run
+(:func:`~actors.openai_agents.tools.recorded_servers`): a resume or a replay runs on an
+event loop of its own, where a server connected on the application's loop cannot serve,
+and a replay never starts one.
+
 Not recorded (the application passes the same again on a resume: give them to the
 runner): the ``context``, the ``RunConfig``, ``max_turns``, the memory. The input is one
 prompt (a string). A resume or a replay of a streamed run re-executes it with
@@ -44,7 +50,7 @@ from actors.models.tool_policy import ToolPolicy
 from actors.models.tools import InDoubtPolicy
 from actors.openai_agents.memory import RecordedMemory
 from actors.openai_agents.messages import jsonable
-from actors.openai_agents.tools import Seam
+from actors.openai_agents.tools import Seam, recorded_servers
 from actors.openai_agents.wiring import Wiring
 from actors.recording.framework_run import (
     Drive,
@@ -208,15 +214,17 @@ class DurableRunner:
             "session": recorded,
         }
         try:
-            if given.handoff is None:
-                done = await Runner.run(agent, prompt, **kwargs)
-                return done.final_output, done
-            stream = Runner.run_streamed(agent, prompt, **kwargs)
-            given.handoff.ready.set_result(stream)
-            await given.handoff.done.wait()
-            async for _ in stream.stream_events():  # the caller may have left early
-                pass
-            return stream.final_output, None
+            servers = [s for a in wiring.by_name.values() for s in a.mcp_servers]
+            async with recorded_servers(servers, bridge):
+                if given.handoff is None:
+                    done = await Runner.run(agent, prompt, **kwargs)
+                    return done.final_output, done
+                stream = Runner.run_streamed(agent, prompt, **kwargs)
+                given.handoff.ready.set_result(stream)
+                await given.handoff.done.wait()
+                async for _ in stream.stream_events():  # the caller may have left early
+                    pass
+                return stream.final_output, None
         except Exception as e:  # the SDK wraps what a tool raised: clew's own goes up as it is
             leaf = _leaf(e)
             if leaf is not e and isinstance(leaf, RunParked | RunCancelled):

@@ -8,11 +8,22 @@ replay hands back the recorded result; a call a crash left *in doubt* (started, 
 outcome) runs again if the tool is idempotent, else its in-doubt policy decides
 (:class:`ToolPolicy`; docs/replay-and-recovery.md).
 
+An MCP toolset (Pydantic AI's ``MCPToolset``) is recorded as the durable-execution
+wrappers record it: listing its tools is a recorded call too (:data:`LIST_TOOLS`, its
+result the tool definitions), and it is entered — its server started or reached — only
+when a listing or a call goes live. So a resume or a replay rebuilds its tools from the
+recording (``get_tool_for_tool_def``), and a replay never starts the server. A tool not
+named in the wrapper's policies and without ``metadata={"clew": {...}}`` is idempotent
+iff its definition carries MCP annotations (an MCP toolset's tools do) ``readOnlyHint``
+or ``idempotentHint``, as :mod:`actors.mcp` reads a server's tools.
+
 What the framework gets back is the recorded form (the result as JSON), live as on a
-replay, so both ask the model the same. A tool that raises ``ModelRetry`` is a recorded
-``tool_failed`` (error type ``ModelRetry``) raised again as ``ModelRetry``; an in-doubt
-call not run again is told to the model the same way; any other exception ends the run,
-as it does in Pydantic AI, as :class:`ToolCallFailed`.
+replay, so both ask the model the same. A tool that raises ``ModelRetry`` (an MCP
+toolset's error, by default) is a recorded ``tool_failed`` (error type ``ModelRetry``)
+raised again as ``ModelRetry``, and ``ToolFailed`` (an MCP toolset's with
+``tool_error_behavior="failed"``) as ``ToolFailed``; an in-doubt call not run again is
+told to the model as ``ModelRetry``; any other exception ends the run, as it does in
+Pydantic AI, as :class:`ToolCallFailed`.
 
 A tool reaches its call's clew context (``idempotency_key``, ``attempt``) with
 :func:`tool_context` (:mod:`actors.models.tool_policy`, shared with the Agents SDK's
@@ -30,13 +41,16 @@ an edit), or the model is told the denial.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import msgspec
+from pydantic import TypeAdapter
 from pydantic_ai import WrapperToolset
 from pydantic_ai.exceptions import ModelRetry
-from pydantic_ai.tools import RunContext
+from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 
 from actors.errors import ToolCallFailed
@@ -51,6 +65,29 @@ if TYPE_CHECKING:
 
 #: The error types a call's outcome is told to the model with (``ModelRetry``), not raised.
 _RETRY: Final = frozenset({"ModelRetry", "InDoubt", "ApprovalDenied"})
+#: The error type of a terminal failure told to the model (Pydantic AI's ``ToolFailed``).
+_FAILED: Final = "ToolFailed"
+#: The name an MCP toolset's recorded tool list is called under.
+LIST_TOOLS: Final = "mcp.list_tools"
+_DEFINITIONS: Final = TypeAdapter(list[ToolDefinition])
+
+
+def is_mcp_toolset(toolset: AbstractToolset[Any]) -> bool:
+    """True iff ``toolset`` is Pydantic AI's ``MCPToolset`` whose tool list is all it tells
+    the model (not ``include_instructions``: the server's instructions come with its
+    connection)."""
+    mcp = sys.modules.get("pydantic_ai.mcp")  # an MCPToolset was made: it is imported
+    if mcp is None or not isinstance(toolset, mcp.MCPToolset):
+        return False
+    return not toolset.include_instructions
+
+
+def mcp_idempotent(annotations: Any) -> bool:
+    """True iff MCP tool ``annotations`` (as an MCP toolset's tool definition carries them:
+    a dict, wire spelling) say ``readOnlyHint`` or ``idempotentHint``."""
+    if not isinstance(annotations, Mapping):
+        return False
+    return annotations.get("readOnlyHint") is True or annotations.get("idempotentHint") is True
 
 
 class RecordedToolset(WrapperToolset[Any]):
@@ -71,11 +108,34 @@ class RecordedToolset(WrapperToolset[Any]):
         self._approval_required = list(approval_required or [])
         #: The tools that wait for a person's approval (their kind was ``unapproved``).
         self._gated: set[str] = set()
+        #: An MCP toolset: its tool lists are recorded calls, its server connected only
+        #: when a step goes live (:meth:`_connect`).
+        self._remote = is_mcp_toolset(wrapped)
+        self._connected = False
+        self._listings = 0
+
+    async def __aenter__(self) -> Self:
+        if not self._remote:
+            await self.wrapped.__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        if self._remote and not self._connected:
+            return None
+        self._connected = False
+        done: bool | None = await self.wrapped.__aexit__(*args)
+        return done
+
+    async def _connect(self) -> None:
+        """Enter an MCP toolset (start or reach its server) once a step needs it live."""
+        if self._remote and not self._connected:
+            await self.wrapped.__aenter__()
+            self._connected = True
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         # A tool that requires approval is called through this toolset, which makes it
         # wait the clew way (:meth:`_gate`), instead of being deferred by the framework.
-        tools = await self.wrapped.get_tools(ctx)
+        tools = await (self._listed(ctx) if self._remote else self.wrapped.get_tools(ctx))
         out: dict[str, ToolsetTool[Any]] = {}
         for name, tool in tools.items():
             required = name in self._approval_required or "*" in self._approval_required
@@ -93,16 +153,43 @@ class RecordedToolset(WrapperToolset[Any]):
         # Never rebuilt around another toolset: the wrapper is made per run.
         return self
 
+    async def _listed(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """An MCP toolset's tools, listed as a recorded call (:data:`LIST_TOOLS`): a resume
+        or a replay rebuilds them from the recorded definitions, without the server."""
+        self._listings += 1
+        key = self.wrapped.id or "mcp"
+        started = ToolCallStarted(
+            tool_call_id=f"{key}:tools:{self._listings}",
+            tool_name=LIST_TOOLS,
+            arguments={"toolset": key},
+            idempotent=True,
+        )
+
+        async def run() -> Any:
+            await self._connect()
+            tools = await self.wrapped.get_tools(ctx)
+            return _DEFINITIONS.dump_python([t.tool_def for t in tools.values()], mode="json")
+
+        call = ToolCall(started, run, role=self._bridge.role, in_doubt="retry", gated=False,
+                        jsonable=jsonable)  # fmt: skip
+        outcome = await tool_call(self._bridge, call)
+        if isinstance(outcome, ToolFailed):
+            raise ToolCallFailed(LIST_TOOLS, outcome.error_type, outcome.message)
+        definitions = _DEFINITIONS.validate_python(result_of(outcome))
+        return {d.name: await self.wrapped.get_tool_for_tool_def(d, ctx) for d in definitions}
+
     def policy(self, name: str, tool: ToolsetTool[Any]) -> ToolPolicy:
         """Return the policy of tool ``name``: given to the wrapper, else the tool's
-        ``metadata={"clew": {...}}``, else not idempotent with the run's in-doubt policy."""
+        ``metadata={"clew": {...}}``, else idempotent iff its MCP annotations say so
+        (:func:`mcp_idempotent`), with the run's in-doubt policy."""
         given = self._policies.get(name)
         if given is not None:
             return given
-        meta = (tool.tool_def.metadata or {}).get("clew")
+        metadata = tool.tool_def.metadata or {}
+        meta = metadata.get("clew")
         if isinstance(meta, dict):
             return msgspec.convert(meta, ToolPolicy)
-        return ToolPolicy()
+        return ToolPolicy(idempotent=mcp_idempotent(metadata.get("annotations")))
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -117,6 +204,7 @@ class RecordedToolset(WrapperToolset[Any]):
         )
 
         async def run() -> Any:
+            await self._connect()
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
         def edit(arguments: dict[str, Any]) -> None:
@@ -135,6 +223,8 @@ class RecordedToolset(WrapperToolset[Any]):
         )
         outcome = await tool_call(self._bridge, call)
         if isinstance(outcome, ToolFailed):
+            if outcome.error_type == _FAILED:
+                raise PaiToolFailed(outcome.message)
             if outcome.error_type in _RETRY:
                 raise ModelRetry(outcome.message)
             raise ToolCallFailed(name, outcome.error_type, outcome.message)
@@ -142,9 +232,12 @@ class RecordedToolset(WrapperToolset[Any]):
 
 
 def _error_of(e: Exception) -> tuple[str, str]:
-    """The ``tool_failed`` of what a tool raised: ``ModelRetry`` is told to the model."""
+    """The ``tool_failed`` of what a tool raised: ``ModelRetry`` and ``ToolFailed`` are
+    told to the model."""
     if isinstance(e, ModelRetry):
         return "ModelRetry", e.message
+    if isinstance(e, PaiToolFailed):
+        return _FAILED, e.message
     return type(e).__name__, str(e) or repr(e)
 
 
