@@ -12,6 +12,12 @@ it with ``@@<id>`` (its snapshot), or fork it.
 A session with an interrupted run is not archived (resume it first: archiving would
 leave a run that can never finish). Archiving an archived session writes nothing.
 
+On SQLite the archived session's table pair then moves to a file of its own
+(``cold/<sid>.sqlite``, :mod:`eventlog.sqlite.cold`), so the main file's schema — which
+every new connection parses — holds only the live sessions; its reads go on unchanged.
+Archiving an archived session whose tables are still in the main file (archived before
+this, or a crash between the move's two steps) moves them.
+
 **Delete** a session for good: ``Session.delete`` and ``clew delete``.
 
 The store removes the session's events, rows and the artifacts no other session
@@ -133,6 +139,7 @@ def archive_session(engine: Engine, session_id: str, reason: str = "") -> bool:
         raise UsageError(str(e)) from None
     engine.refuse_if_read_only(f"archiving {sid}")
     if engine.store.read_session(sid).status == "archived":
+        engine.writer.move_to_cold(sid)  # an archived session is never written: no owner
         return False
     engine.own(sid)
     try:
@@ -150,6 +157,7 @@ def archive_session(engine: Engine, session_id: str, reason: str = "") -> bool:
                 created_at=engine.clock.now(),
             )
         )
+        engine.writer.move_to_cold(sid)
     finally:
         engine.release(sid)
     return True
