@@ -45,7 +45,7 @@ from urllib.parse import quote
 
 import apsw
 
-from eventlog.errors import StoreError
+from eventlog.errors import StoreError, UnknownSession
 from eventlog.ids import validate_session_id
 from eventlog.sqlite.transaction import Transaction, translate_errors
 
@@ -121,21 +121,35 @@ def has_main_tables(conn: apsw.Connection, sid: str) -> bool:
 
 
 def move_to_cold(
-    conn: apsw.Connection, main: Path, session_id: str, fault: FaultHook | None = None
+    conn: apsw.Connection,
+    main: Path,
+    session_id: str,
+    fault: FaultHook | None = None,
+    *,
+    sync: bool = True,
 ) -> bool:
     """Move the session's table pair from the main file to its cold file (the module
     docstring's two steps); return False when its tables are not in the main file
     (cold already).
 
-    Call it on the write connection, outside a transaction.
+    Call it on the write connection, outside a transaction. ``sync=False`` skips the two
+    fsyncs of step 1: only for a bulk fill that syncs everything once at its end
+    (``benchmarks/gen_sessions.py --cold``), never for a home in use.
 
     Raises:
-        UnknownSession-free: the caller checks the session exists and is archived.
-        StoreError: a file cannot be written, or a row was added meanwhile.
+        UnknownSession: no such session.
+        StoreError: the session is not archived, a file cannot be written, or a row was
+            added meanwhile.
     """
     sid = validate_session_id(session_id)
-    if not has_main_tables(conn, sid):
-        return False
+    with translate_errors(f"moving session {sid} to its cold file"):
+        row = conn.execute("SELECT status FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+        if row is None:
+            raise UnknownSession(f"unknown session {sid}")
+        if row[0] != "archived":
+            raise StoreError(f"session {sid} is not archived: not moved to a cold file")
+        if not has_main_tables(conn, sid):
+            return False
     final = cold_path(main, sid)
     tmp = final.with_name(f".{sid}.sqlite.tmp")
     with translate_errors(f"writing the cold file of {sid}"):
@@ -145,9 +159,11 @@ def move_to_cold(
                 stale.unlink()
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
         counts = _write_tables(conn, tmp, sid)
-        _fsync(tmp)
+        if sync:
+            _fsync(tmp)
         tmp.replace(final)
-        _fsync(final.parent)
+        if sync:
+            _fsync(final.parent)
     if fault is not None:
         fault("cold_file_written")
     with Transaction(conn, f"moving session {sid} to its cold file"):

@@ -151,8 +151,6 @@ class SQLiteStore(SQLiteReads):
         """
         if self.read_only:
             raise ReadOnlyStore(f"{self.path} is open read-only: moving is refused")
-        if self.read_session(session_id).status != "archived":
-            raise StoreError(f"session {session_id} is not archived: not moved to a cold file")
         return self._append.move_to_cold(session_id)
 
     def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
