@@ -24,9 +24,9 @@ next move overwrites it).
 fails with ``no such table: events_<sid>`` for a session recorded as cold is run again
 once its file is attached (read-only, immutable: it never changes), and every existing
 ``SELECT … FROM events_<sid>`` reads it unchanged. Each connection keeps at most
-:data:`MAX_ATTACHED` cold files, the least recently used detached first (a ``DETACH``
-fails inside the read transaction that read the file: that one stays until the next
-attach). A session whose tables are in the main file (live, or archived before this or
+:data:`MAX_ATTACHED` cold files, the one attached longest ago detached first (a
+``DETACH`` fails inside the read transaction that read the file: that one stays until
+the next attach). A session whose tables are in the main file (live, or archived before this or
 left by a crash) is found there first.
 """
 
@@ -236,19 +236,43 @@ def forget_cold(conn: apsw.Connection, main: Path, sid: str) -> Path | None:
     return main.parent / found[0]
 
 
+class _Attached:
+    """The cold files one connection has attached (sid → schema name), oldest first, and
+    the :attr:`ColdAttachments.generation` of forgotten sessions it has caught up with."""
+
+    __slots__ = ("files", "generation")
+
+    def __init__(self) -> None:
+        self.files: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self.generation = 0
+
+
 class ColdAttachments:
-    """The cold files attached to each connection of one main file (an LRU each)."""
+    """The cold files attached to each connection of one main file."""
 
     def __init__(self, main: Path) -> None:
         self._main = main
         self._lock = threading.Lock()
-        self._by_conn: weakref.WeakKeyDictionary[
-            apsw.Connection, collections.OrderedDict[str, str]
-        ] = weakref.WeakKeyDictionary()
+        self._by_conn: weakref.WeakKeyDictionary[apsw.Connection, _Attached] = (
+            weakref.WeakKeyDictionary()
+        )
+        #: Sessions deleted by this process: a connection that still has one's (unlinked)
+        #: file attached detaches it before its next statement, so an id made, archived
+        #: and attached again reads its new file.
+        self._forgotten: set[str] = set()
+        self.generation = 0
+
+    def forget(self, sid: str) -> None:
+        """The cold file of ``sid`` is gone (the session was deleted)."""
+        with self._lock:
+            self._forgotten.add(sid)
+            self.generation += 1
 
     def execute(self, conn: apsw.Connection, sql: str, params: Sequence[Any] = ()) -> apsw.Cursor:
         """``conn.execute(sql, params)``, attaching the cold file of each session whose
         table it does not find (at most :data:`MAX_ATTACHED` a statement)."""
+        if self.generation:
+            self._detach_forgotten(conn)
         for _ in range(MAX_ATTACHED):
             try:
                 return conn.execute(sql, params)
@@ -258,40 +282,57 @@ class ColdAttachments:
                     raise
         return conn.execute(sql, params)
 
+    def _of(self, conn: apsw.Connection) -> _Attached:
+        with self._lock:
+            return self._by_conn.setdefault(conn, _Attached())
+
     def attach(self, conn: apsw.Connection, sid: str) -> bool:
         """Attach the cold file of ``sid`` to ``conn``; False when it is not cold (or is
         attached already: the table is missing for another reason)."""
-        alias = f"cold_{sid}"
-        with self._lock:
-            attached = self._by_conn.setdefault(conn, collections.OrderedDict())
-        if sid in attached:
-            attached.move_to_end(sid)
+        attached = self._of(conn)
+        if sid in attached.files:
             return False
         found = cold_files(conn, [sid]).get(sid)
         if found is None:
             return False
-        while len(attached) >= MAX_ATTACHED and self._detach_one(conn, attached):
+        while len(attached.files) >= MAX_ATTACHED and _detach_oldest(conn, attached.files):
             pass
-        if len(attached) >= conn.limit(apsw.SQLITE_LIMIT_ATTACHED, -1):
+        if len(attached.files) >= conn.limit(apsw.SQLITE_LIMIT_ATTACHED, -1):
             raise StoreError(
                 f"reading session {sid}: more cold files in one read than SQLite attaches"
             )
         path = self._main.parent / found[0]
         if not path.is_file():
             raise StoreError(f"reading session {sid}: its cold file {path} is missing")
+        alias = f"cold_{sid}"
         conn.execute(f"ATTACH ? AS {alias}", (read_only_uri(path),))
-        attached[sid] = alias
+        attached.files[sid] = alias
         return True
 
-    @staticmethod
-    def _detach_one(conn: apsw.Connection, attached: collections.OrderedDict[str, str]) -> bool:
-        """Detach the least recently used file that can be (not read by the open read
-        transaction); False when none can."""
-        for sid, alias in list(attached.items()):
+    def _detach_forgotten(self, conn: apsw.Connection) -> None:
+        attached = self._of(conn)
+        generation = self.generation
+        if attached.generation == generation:
+            return
+        with self._lock:
+            gone = [sid for sid in attached.files if sid in self._forgotten]
+        for sid in gone:
             try:
-                conn.execute(f"DETACH {alias}")
+                conn.execute(f"DETACH {attached.files[sid]}")
             except apsw.SQLError:
-                continue  # "database … is locked": the open transaction read it
-            del attached[sid]
-            return True
-        return False
+                return  # read by the open transaction: on a later statement
+            del attached.files[sid]
+        attached.generation = generation
+
+
+def _detach_oldest(conn: apsw.Connection, files: collections.OrderedDict[str, str]) -> bool:
+    """Detach the file attached longest ago that can be (not read by the open read
+    transaction); False when none can."""
+    for sid, alias in list(files.items()):
+        try:
+            conn.execute(f"DETACH {alias}")
+        except apsw.SQLError:
+            continue  # "database … is locked": the open transaction read it
+        del files[sid]
+        return True
+    return False

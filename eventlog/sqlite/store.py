@@ -135,7 +135,11 @@ class SQLiteStore(SQLiteReads):
         """
         if self.read_only:
             raise ReadOnlyStore(f"{self.path} is open read-only: deleting is refused")
-        return self._append.delete_session(session_id, deleted_at=deleted_at, task_wals=task_wals)
+        deletion = self._append.delete_session(
+            session_id, deleted_at=deleted_at, task_wals=task_wals
+        )
+        self._cold.forget(deletion.session_id)  # readers detach its file, if attached
+        return deletion
 
     def move_to_cold(self, session_id: str) -> bool:
         """Move an archived session's table pair to its cold file (``cold/<sid>.sqlite``,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import msgspec
 import pytest
 from _processes import child_env
 
@@ -221,3 +222,20 @@ def test_a_crash_between_the_two_steps_leaves_the_main_tables_authoritative(main
         assert store.check_chain(sid).events == len(events)
     finally:
         store.close()
+
+
+def test_an_id_deleted_made_again_and_archived_again_reads_its_new_file(main: Path) -> None:
+    store = SQLiteStore(main)
+    writer = Writer(store)
+    try:
+        sid = _sid(1)
+        for text in ("first", "second"):
+            for r in [created(sid), appended(node(f"{sid}:n1", text=text), sid=sid)]:
+                writer.append(r)
+            writer.append(AppendRequest(session_id=sid, event=SessionArchived(), created_at=at()))
+            assert writer.move_to_cold(sid)
+            [row] = store.read_nodes(sid)  # attaches the cold file to this thread's reader
+            assert text in msgspec.json.encode(row.content).decode()
+            writer.delete_session(sid)
+    finally:
+        writer.stop()
