@@ -111,3 +111,18 @@ def test_a_read_only_home_reads_its_cold_sessions(tmp_path: Path) -> None:
     with Runtime(home, project, read_only=True) as rt:
         assert events == rt.store.read_events(session.id)
         assert rt.verify(session.id).ok
+
+
+def test_archiving_on_postgresql_moves_nothing_and_reads_as_before(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with Runtime(tmp_path / "home", tmp_path / "project", store=pg_url) as rt:
+        session = rt.new_session()
+        session.run("Hello.", model=MODEL)
+        events = rt.store.read_events(session.id)
+
+        assert (True, False) == (session.archive(), session.archive())
+
+        assert events == rt.store.read_events(session.id)[:-1]
+        assert rt.verify(session.id).ok
+        assert not (tmp_path / "home" / "cold").exists()
