@@ -20,8 +20,10 @@ import msgspec
 import pytest
 from _processes import child_env
 
+from eventlog.blocks import JsonBlock
+from eventlog.codec import encode
 from eventlog.errors import StoreError
-from eventlog.events import SessionArchived
+from eventlog.events import ArtifactCreated, Node, SessionArchived
 from eventlog.records import AppendRequest
 from eventlog.sqlite import SQLiteStore
 from eventlog.sqlite.cold import MAX_ATTACHED, cold_path
@@ -239,3 +241,29 @@ def test_an_id_deleted_made_again_and_archived_again_reads_its_new_file(main: Pa
             writer.delete_session(sid)
     finally:
         writer.stop()
+
+
+def test_deleting_keeps_an_artifact_a_cold_session_references(main: Path) -> None:
+    store = SQLiteStore(main, artifact_threshold=1024)
+    try:
+        sid, other = _sid(1), _sid(2)
+        big = Node(
+            node_id="n1",
+            parent_id=None,
+            agent_id="a1",
+            role="tool",
+            content=[JsonBlock(data={"rows": ["x" * 100] * 40})],
+        )
+        append(store, created(sid), created(other))
+        art = append(store, appended(big, sid=sid))[0].event
+        assert isinstance(art, ArtifactCreated)
+        append(store, appended(node("o1", text=f"see {art.path}"), sid=other))
+        append(store, AppendRequest(session_id=other, event=SessionArchived(), created_at=at()))
+        assert store.move_to_cold(other)
+
+        deletion = store.delete_session(sid)
+
+        assert (1, 1) == (deletion.artifacts, deletion.artifacts_kept)
+        assert encode({"rows": ["x" * 100] * 40}) == store.artifacts.read(art.path)
+    finally:
+        store.close()
