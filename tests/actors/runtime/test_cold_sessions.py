@@ -26,7 +26,8 @@ def _schema(home: Path) -> tuple[int, set[str]]:
     """The main file's ``sqlite_schema`` size and its session tables."""
     conn = apsw.Connection(str(home / "sessions.sqlite"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        (entries,) = conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        entries = conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchall()[0][0]
+        assert isinstance(entries, int)
         names = conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
         return entries, {r[0] for r in names if r[0].startswith(("nodes_", "events_"))}
     finally:

@@ -56,6 +56,12 @@ def _columns(conn: apsw.Connection, table: str) -> list[tuple[Any, ...]]:
     return list(conn.execute(f"PRAGMA table_info({table})"))
 
 
+def _schema_entries(conn: apsw.Connection) -> int:
+    value = conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchall()[0][0]
+    assert isinstance(value, int)
+    return value
+
+
 def _session_tables(path: Path) -> list[str]:
     """The session tables (not their indexes) in the file at ``path``, sorted."""
     conn = raw(path)
@@ -143,11 +149,11 @@ def test_the_schema_holds_only_the_live_sessions(main: Path) -> None:
         for i in range(30):
             _fill(store, _sid(i), archived=i >= 10)
         conn = raw(main)
-        (entries,) = conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        entries = _schema_entries(conn)
         assert 60 == len(_session_tables(main))
         for i in range(10, 30):
             assert store.move_to_cold(_sid(i))
-        (now,) = conn.execute("SELECT COUNT(*) FROM sqlite_schema").fetchone()
+        now = _schema_entries(conn)
         conn.close()
         assert 20 == len(_session_tables(main))
         assert entries - 20 * 5 + 2 == now  # 5 entries a pair; the location table and its key
@@ -265,5 +271,25 @@ def test_deleting_keeps_an_artifact_a_cold_session_references(main: Path) -> Non
 
         assert (1, 1) == (deletion.artifacts, deletion.artifacts_kept)
         assert encode({"rows": ["x" * 100] * 40}) == store.artifacts.read(art.path)
+    finally:
+        store.close()
+
+
+def test_a_snapshot_reading_more_cold_files_than_sqlite_attaches_is_refused(main: Path) -> None:
+    store = SQLiteStore(main)
+    try:
+        sids = [_sid(i) for i in range(12)]
+        for sid in sids:
+            _fill(store, sid)
+            assert store.move_to_cold(sid)
+        store._connections.reader().limit(apsw.SQLITE_LIMIT_ATTACHED, 10)  # SQLite's default
+        for sid in sids:  # one at a time: the oldest file is detached for the next
+            assert 2 == len(store.read_nodes(sid))
+        with store.read_snapshot():  # a file read in the snapshot cannot be detached in it
+            for sid in sids[:10]:
+                assert 2 == len(store.read_nodes(sid))
+            with pytest.raises(StoreError, match="more cold files in one read"):
+                store.read_nodes(sids[10])
+        assert 2 == len(store.read_nodes(sids[11]))
     finally:
         store.close()
