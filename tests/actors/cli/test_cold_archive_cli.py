@@ -6,9 +6,10 @@ and ``clew delete`` removes the file."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
-from _cli_helpers import Where, invoke, run_process, script_model
+from _cli_helpers import Where, count_events, invoke, run_process, script_model
 from _runtime_helpers import route, rule
 
 from eventlog.sqlite.cold import cold_path
@@ -50,3 +51,25 @@ def test_a_cold_session_reads_as_before_and_deletes(tmp_path: Path) -> None:
     assert 0 == invoke(where, "delete", sid, "--yes").code
     assert not cold_path(where.home / "sessions.sqlite", sid).exists()
     assert 0 != invoke(where, "show", sid).code
+
+
+def test_a_kill_between_the_moves_two_steps_leaves_the_main_tables(tmp_path: Path) -> None:
+    where = Where(tmp_path / "home", tmp_path / "project")
+    where.project.mkdir()
+    model = script_model(tmp_path / "model.json", route(), rule("lead", {"text": "Done."}))
+    sid = invoke(where, "run", "Hello.", "--model", model, "--json").json()["session_id"]
+    shown = invoke(where, "show", sid).out
+    events = count_events(where.home, sid)
+
+    killed = run_process(where, "archive", sid, CLEW_FAULT_KILL_BEFORE_COLD_RECORD="1")
+
+    assert -signal.SIGKILL == killed.code, killed.err
+    main = where.home / "sessions.sqlite"
+    assert cold_path(main, sid).is_file()  # written whole, never recorded
+    assert events + 1 == count_events(where.home, sid)  # session_archived, in the main table
+    assert (0, shown) == (invoke(where, "show", sid).code, invoke(where, "show", sid).out)
+    again = invoke(where, "archive", sid)
+    assert (0, f"{sid}: already archived") == (again.code, again.out.strip())
+    assert 0 == count_events(where.home, sid)  # moved: no table in the main file
+    assert (0, shown) == (invoke(where, "show", sid).code, invoke(where, "show", sid).out)
+    assert 0 == invoke(where, "verify", sid).code
