@@ -102,7 +102,7 @@ from eventlog.events import ArtifactCreated, ResumedPastDivergence, SessionArchi
 from eventlog.ids import owning_main_run, validate_session_id
 from eventlog.locations import is_postgres_url, open_store
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
-from eventlog.store import EventStore, SessionDeletion
+from eventlog.store import EventStore, KeepsColdFiles, SessionDeletion
 from eventlog.taskwal import WalRecord, wal_dir
 from eventlog.wals import FileWals, TaskWals
 from projections.usage import Totals
@@ -624,6 +624,8 @@ def land_image(
     _append_all(dst.store, sid, events)
     _copy_wals(dst.wals(image.cwd), sid, to_write)
     _check_copy(dst, sid, events, wal_records, image.cwd)
+    if isinstance(dst.store, KeepsColdFiles) and dst.store.read_session(sid).status == "archived":
+        dst.store.move_to_cold(sid)  # as `clew archive` leaves it (a home: in its cold file)
     return image.result("copied")
 
 

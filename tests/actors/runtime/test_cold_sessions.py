@@ -92,6 +92,7 @@ def test_fork_references_copy_and_delete_read_a_cold_session(tmp_path: Path) -> 
 
         copied = copy_sessions(home, tmp_path / "copy", [old.id], project)
         assert [old.id] == [c.session_id for c in copied]
+        assert cold_path(tmp_path / "copy" / "sessions.sqlite", old.id).is_file()
         with Runtime(tmp_path / "copy", project) as other:
             assert nodes == other.store.read_nodes(old.id)
             assert other.verify(old.id).ok
