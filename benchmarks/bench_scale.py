@@ -6,13 +6,17 @@ Usage::
     python3 benchmarks/bench_scale.py --pg postgresql://postgres@127.0.0.1:55432/postgres \\
         --pg-big postgresql://…/filled --sqlite-big /tmp/filled-home
 
-For each backend (SQLite; PostgreSQL with ``--pg``) it measures an empty location (one
-demo session in it) and a filled one (``--sqlite-big`` / ``--pg-big``: one
-``benchmarks/gen_sessions.py`` filled, or made here with ``--sqlite-n`` / ``--pg-n``
-sessions), each time the median of a few tries:
+For each backend (SQLite; PostgreSQL with ``--pg``) it measures an empty location (two
+demo sessions in it, the older one archived) and a filled one (``--sqlite-big`` /
+``--pg-big``: one ``benchmarks/gen_sessions.py`` filled, or made here with ``--sqlite-n``
+/ ``--pg-n`` sessions; ``--sqlite-cold F``: the oldest fraction F of them archived in cold
+files), each time the median of a few tries:
 
+- a new store's first read (``open_store`` read-only, a session's row: a SQLite
+  connection's first statement parses the main file's whole schema);
 - as a process (``python3 -m actors …``, beside ``python3 -c pass``): ``sessions --limit
-  50 --json`` (the first page), ``show SESSION``, ``submit``, ``demo``;
+  50 --json`` (the first page), ``show SESSION`` (the newest), ``show`` of the oldest
+  archived session (on SQLite in its cold file), ``submit``, ``demo``;
 - in one process that keeps its runtime open (what ``clew ui`` and ``clew serve`` do):
   ``/api/sessions``'s first page and a search (``sessions_doc``), a submit, a queue poll
   with nothing to take (``take``; the queue holds N finished runs, as a home that ran N
@@ -40,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from actors import Runtime
 from actors.documents.sessions import sessions_doc
 from actors.ui.live import ListFeed
-from eventlog.locations import is_postgres_url
+from eventlog.locations import is_postgres_url, open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,13 +120,23 @@ def _feed_look(rt: Runtime) -> None:
     ListFeed(rt).look()  # a new feed each time: what one tick of every list stream costs
 
 
+def _first_read(loc: Location, sid: str) -> None:
+    store = open_store(loc.where, read_only=True)
+    try:
+        store.read_session(sid)
+    finally:
+        store.close()
+
+
 def measure(loc: Location, queue_rows: int, tries: int) -> dict[str, float]:
     """Every figure of the table for one location."""
     out: dict[str, float] = {}
-    sid = ""
+    sid = archived = ""
     with loc.runtime() as rt:
         page = rt.store.list_sessions_page(limit=1, newest_first=True)
         sid = page[0].session_id if page else ""
+        oldest = rt.store.list_sessions_page(limit=20)
+        archived = next((r.session_id for r in oldest if r.status == "archived"), "")
         if queue_rows:
             _fill_queue(loc, rt, queue_rows)
         out["api first page"] = _median(lambda: sessions_doc(rt), tries)
@@ -143,7 +157,10 @@ def measure(loc: Location, queue_rows: int, tries: int) -> dict[str, float]:
         lambda: _clew(loc, "sessions", "--limit", "50", "--json"), tries
     )
     if sid:
+        out["new store: first read"] = _median(lambda: _first_read(loc, sid), tries)
         out["proc: show"] = _median(lambda: _clew(loc, "show", sid), tries)
+    if archived:
+        out["proc: show (archived)"] = _median(lambda: _clew(loc, "show", archived), tries)
     out["proc: submit"] = _median(lambda: _clew(loc, "submit", "hello"), tries)
     out["proc: demo"] = _median(lambda: _clew(loc, "demo"), max(1, tries // 2))
     return out
@@ -157,7 +174,10 @@ def _empty(kind: str, tmp: Path, pg: str | None) -> Location:
     else:
         assert pg is not None
         loc = Location("empty", _new_database(pg, "clew_bench_scale_empty"), project, tmp / "pgh")
-    _clew(loc, "demo")  # one session, so `show` has one
+    _clew(loc, "demo")  # a session to archive (on SQLite: to its cold file), and one to show
+    with loc.runtime() as rt:
+        rt.archive(rt.store.list_sessions_page(limit=1)[0].session_id)
+    _clew(loc, "demo")
     return loc
 
 
@@ -170,7 +190,9 @@ def _new_database(url: str, name: str) -> str:
     return url.rsplit("/", 1)[0] + "/" + name
 
 
-def _big(kind: str, tmp: Path, given: str | None, n: int, pg: str | None) -> Location:
+def _big(
+    kind: str, tmp: Path, given: str | None, n: int, pg: str | None, cold: float = 0.0
+) -> Location:
     if given is not None:
         if is_postgres_url(given):
             project = Path(os.environ.get("CLEW_BENCH_PROJECT", "gen-project")).resolve()
@@ -179,7 +201,8 @@ def _big(kind: str, tmp: Path, given: str | None, n: int, pg: str | None) -> Loc
     gen = [sys.executable, str(ROOT / "benchmarks" / "gen_sessions.py"), "-n", str(n)]
     if kind == "sqlite":
         home = tmp / "big-home"
-        subprocess.run([*gen, "--home", str(home), "--verify", "1"], check=True)
+        cold_args = ["--cold", str(cold)] if cold else []
+        subprocess.run([*gen, "--home", str(home), "--verify", "1", *cold_args], check=True)
         return Location("filled", str(home), home / "project", home)
     assert pg is not None
     url = _new_database(pg, "clew_bench_scale_big")
@@ -205,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sqlite-big", help="a filled SQLite home to measure")
     parser.add_argument("--sqlite-n", type=int, help="sessions of a SQLite home made here")
     parser.add_argument("--pg-n", type=int, help="sessions of a PostgreSQL database made here")
+    parser.add_argument(
+        "--sqlite-cold",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="the fraction of the SQLite home made here archived in cold files",
+    )
     args = parser.parse_args(argv)
     tries = 3 if args.quick else 5
     sqlite_n = args.sqlite_n or (300 if args.quick else 2000)
@@ -217,11 +247,13 @@ def main(argv: list[str] | None = None) -> int:
         for kind in kinds:
             empty = _empty(kind, tmp / kind, args.pg)
             given = args.sqlite_big if kind == "sqlite" else args.pg_big
-            big = _big(kind, tmp / kind, given, sqlite_n if kind == "sqlite" else pg_n, args.pg)
+            n_made = sqlite_n if kind == "sqlite" else pg_n
+            cold = args.sqlite_cold if kind == "sqlite" else 0.0
+            big = _big(kind, tmp / kind, given, n_made, args.pg, cold)
             n = _count(big)
             small = measure(empty, 0, tries)
             large = measure(big, n, tries)
-            print(f"\n{kind}: empty (1 session) vs {n:,} sessions (queue: {n:,} finished runs)")
+            print(f"\n{kind}: empty (2 sessions) vs {n:,} sessions (queue: {n:,} finished runs)")
             print(f"  {'':28} {'empty':>10} {'filled':>10} {'ratio':>7}")
             for key, value in small.items():
                 filled = large.get(key, float("nan"))

@@ -21,13 +21,22 @@ order is their creation order.
 
 SQLite note: a new table costs SQLite a scan of its whole schema (``CREATE TABLE`` re-reads
 ``sqlite_schema`` for the new name), so filling one file with N table pairs is quadratic in
-N; see docs/postgres.md ("Size") for what that means past 10^4 sessions.
+N; see docs/postgres.md ("Size") for what that means past 10^4 sessions. ``--cold F``
+(SQLite) makes the oldest fraction F of the sessions archived, each written as ``clew
+archive`` leaves it: its table pair in ``cold/<sid>.sqlite``, its rows of ``sessions``,
+``agents``, ``runs``, ``artifacts`` and ``clew_cold_sessions`` in the main file
+(:mod:`eventlog.sqlite.cold`). They go through a scratch file beside the main one
+(``append_batch``, a ``session_archived`` event, the store's own move to a cold file —
+without its two fsyncs a session: one ``sync`` at the end — then the global rows copied
+over), so the main file's schema never grows with them and the fill is linear:
+``--cold 0.99 -n 100000`` leaves 1,000 live sessions.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import re
 import sys
@@ -37,6 +46,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import apsw
 import msgspec
 import psycopg
 import pydantic
@@ -46,13 +56,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from actors import Runtime, ScriptedModel, tool
 from eventlog.chain import GENESIS, link
 from eventlog.codec import decode_event
+from eventlog.events import SessionArchived
 from eventlog.locations import is_postgres_url, open_store
 from eventlog.records import AppendRequest
+from eventlog.sqlite import SQLiteStore
+from eventlog.sqlite.cold import LOCATIONS_DDL, move_to_cold
 from eventlog.store import EventStore
 from eventlog.wals import FileWals
 
 #: (shape, weight out of 100).
 MIX = (("chat", 60), ("team", 15), ("failed", 12), ("waiting", 8), ("interrupted", 5))
+#: The shapes an archived session can have (``clew archive`` refuses a run left open).
+ARCHIVABLE = ("chat", "team", "failed")
+#: Sessions a transaction of the scratch file at most: its schema holds them until they
+#: move, and each new table scans it (1,000 sessions: 127/s at 50, 91/s at 200).
+COLD_BATCH = 50
+#: The tables whose rows a cold session keeps in the main file.
+_GLOBAL_TABLES = ("sessions", "agents", "runs", "artifacts", "clew_cold_sessions")
 #: Events of ``chat`` kept by an ``interrupted`` session (its first run cut mid-way).
 INTERRUPTED_KEEP = 0.6
 
@@ -301,6 +321,94 @@ def fill(
     return ids
 
 
+def fill_cold(
+    home: Path,
+    templates: dict[str, Template],
+    n: int,
+    *,
+    wals: WalCopies,
+    batch: int = 200,
+    seed: int = 1,
+    start: datetime | None = None,
+) -> list[str]:
+    """Write ``n`` archived sessions (of :data:`ARCHIVABLE` shapes) of the home straight to
+    cold files, ``batch`` sessions at a time through a scratch file (the module docstring);
+    return their ids."""
+    rng = random.Random(seed)
+    shapes = [s for s, w in MIX for _ in range(w) if s in ARCHIVABLE]
+    scratch_path = home / ".gen-cold.sqlite"
+    for stale in home.glob(".gen-cold.sqlite*"):
+        stale.unlink()
+    scratch = SQLiteStore(scratch_path, artifacts_dir=home / "artifacts")
+    main = apsw.Connection(str(home / "sessions.sqlite"))
+    main.set_busy_timeout(10_000)
+    main.execute(LOCATIONS_DDL)
+    main.execute("ATTACH ? AS scratch", (str(scratch_path),))
+    mover = apsw.Connection(str(scratch_path))
+    mover.pragma("synchronous", "OFF")  # a scratch file: synced once at the end
+    ids: list[str] = []
+    pending: dict[str, list[AppendRequest]] = {}
+    t0 = time.perf_counter()
+    try:
+        sessions = _session_ids(n, start or datetime(2026, 1, 1, tzinfo=UTC), seed)
+        for i, (sid, at) in enumerate(sessions, 1):
+            template = templates[rng.choice(shapes)]
+            copied = copy_requests(template, sid, at)
+            last = datetime.fromisoformat(copied[-1].created_at)
+            archived = (last + timedelta(seconds=1)).isoformat()
+            pending[sid] = [
+                *copied,
+                AppendRequest(session_id=sid, event=SessionArchived(), created_at=archived),
+            ]
+            wals.add(template, sid)
+            ids.append(sid)
+            if i % batch == 0 or i == n:
+                wals.flush()
+                _write_cold(scratch, mover, main, pending)
+                pending = {}
+                if i % (batch * 10) == 0 or i == n:
+                    rate = i / (time.perf_counter() - t0)
+                    print(f"  {i:>8} cold sessions ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+    finally:
+        main.close()
+        mover.close()
+        scratch.close()
+        for left in home.glob(".gen-cold.sqlite*"):
+            left.unlink()
+    os.sync()  # the cold files were written without their own fsyncs
+    return ids
+
+
+def _write_cold(
+    scratch: SQLiteStore,
+    mover: apsw.Connection,
+    main: apsw.Connection,
+    pending: dict[str, list[AppendRequest]],
+) -> None:
+    """Append the sessions of ``pending`` to the scratch file, move each to its cold file
+    (on ``mover``, a connection to the scratch file), then their global rows to the main
+    file."""
+    for result in scratch.append_batch([r for requests in pending.values() for r in requests]):
+        if not isinstance(result, list):
+            raise result
+    for sid in pending:
+        move_to_cold(mover, scratch.path, sid, sync=False)
+    _move_global_rows(main)
+
+
+def _move_global_rows(main: apsw.Connection) -> None:
+    """Move the scratch file's global rows (its sessions are cold now) to the main file."""
+    main.execute("BEGIN IMMEDIATE")
+    try:
+        for table in _GLOBAL_TABLES:
+            main.execute(f"INSERT INTO main.{table} SELECT * FROM scratch.{table}")
+            main.execute(f"DELETE FROM scratch.{table}")
+    except BaseException:
+        main.execute("ROLLBACK")
+        raise
+    main.execute("COMMIT")
+
+
 #: The PostgreSQL tables a session's rows are in, copied by :func:`copy_on_postgres`.
 _PG_TABLES = ("sessions", "agents", "runs", "artifacts", "events", "nodes", "task_wal")
 
@@ -415,6 +523,13 @@ def main(argv: list[str] | None = None) -> int:
         " through append_batch, the rest COPYied from them (PostgreSQL's default)",
     )
     parser.add_argument(
+        "--cold",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="SQLite: the oldest fraction F of the sessions archived in cold files (default 0)",
+    )
+    parser.add_argument(
         "--project",
         type=Path,
         help="the sessions' project directory (their Task WAL files; default: HOME/project,"
@@ -432,12 +547,15 @@ def main(argv: list[str] | None = None) -> int:
     via = args.via or ("copy" if args.store else "append")
     if via == "copy" and not args.store:
         parser.error("--via copy is for a PostgreSQL --store")
+    if args.cold and (args.store or not 0 <= args.cold <= 1):
+        parser.error("--cold is a fraction (0 to 1) of a SQLite --home's sessions")
+    cold = round(args.n * args.cold)
     store = open_store(location)
     wals = WalCopies(location, project)
     t1 = time.perf_counter()
     try:
         if via == "append":
-            ids = fill(store, templates, args.n, wals=wals, batch=args.batch, seed=args.seed)
+            ids = _fill_home(args, store, templates, wals, cold)
         else:
             sources = {}
             for i, (shape, template) in enumerate(templates.items()):
@@ -457,6 +575,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.verify:
         _verify(args, random.Random(args.seed).sample(ids, min(args.verify, len(ids))))
     return 0
+
+
+def _fill_home(
+    args: argparse.Namespace,
+    store: EventStore,
+    templates: dict[str, Template],
+    wals: WalCopies,
+    cold: int,
+) -> list[str]:
+    """Fill the SQLite home: its ``cold`` oldest sessions archived in cold files, then the
+    rest live (one second apart, all of them)."""
+    ids = []
+    if cold:
+        batch = min(args.batch, COLD_BATCH)
+        ids = fill_cold(args.home, templates, cold, wals=wals, batch=batch, seed=args.seed)
+    begin = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=cold)
+    live = args.n - cold
+    return ids + fill(
+        store, templates, live, wals=wals, batch=args.batch, seed=args.seed, start=begin
+    )
 
 
 def _verify(args: argparse.Namespace, sample: list[str]) -> None:

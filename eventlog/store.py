@@ -216,6 +216,21 @@ class SessionDeletion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @runtime_checkable
+class KeepsColdFiles(Protocol):
+    """A store that moves an archived session's tables to a file of its own, so the main
+    file's schema holds only the live sessions (SQLite: :mod:`eventlog.sqlite.cold`;
+    PostgreSQL has shared tables and needs none).
+
+    Only the writer actor calls it (``Writer.move_to_cold``), like an append.
+    """
+
+    def move_to_cold(self, session_id: str) -> bool:
+        """Move the archived session's tables to its cold file; False when they are
+        there already. Its reads go on unchanged."""
+        ...
+
+
+@runtime_checkable
 class DeletesSessions(Protocol):
     """A store that can delete a session for good (both backends can).
 

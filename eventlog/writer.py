@@ -26,7 +26,7 @@ import pykka
 from eventlog.errors import ClewError, ReadOnlyStore, StoreError
 from eventlog.logs import get_logger
 from eventlog.records import AppendRequest, StoredEvent
-from eventlog.store import DeletesSessions, EventStore, SessionDeletion
+from eventlog.store import DeletesSessions, EventStore, KeepsColdFiles, SessionDeletion
 
 log = get_logger("clew.writer")
 
@@ -52,8 +52,15 @@ class DeleteSession(msgspec.Struct, frozen=True, tag="delete_session"):
     task_wals: int = 0
 
 
+class MoveToCold(msgspec.Struct, frozen=True, tag="move_to_cold"):
+    """Writer handle → actor: commit what is queued, then move an archived session's
+    tables to its cold file (a store without cold files: nothing)."""
+
+    session_id: str
+
+
 #: Every message the writer actor accepts.
-WriterMessage = Wake | Flush | DeleteSession
+WriterMessage = Wake | Flush | DeleteSession | MoveToCold
 _WAKE = Wake()
 _FLUSH = Flush()
 
@@ -215,8 +222,12 @@ class _WriterActor(pykka.ThreadingActor):
         #: An item taken from the queue that did not fit the previous batch.
         self._carry: Item | None = None
 
-    def on_receive(self, message: WriterMessage) -> int | SessionDeletion:
+    def on_receive(self, message: WriterMessage) -> int | bool | SessionDeletion:
         match message:
+            case MoveToCold(session_id=sid):
+                self._wake_flag.pending = False
+                self._drain()
+                return isinstance(self._store, KeepsColdFiles) and self._store.move_to_cold(sid)
             case DeleteSession(session_id=sid, deleted_at=at, task_wals=wals):
                 # Everything queued before the deletion commits first (or fails with it).
                 self._wake_flag.pending = False
@@ -460,6 +471,25 @@ class Writer:
             raise StoreError("the storage writer is stopped") from e
         assert isinstance(deletion, SessionDeletion)
         return deletion
+
+    def move_to_cold(self, session_id: str, timeout: float | None = 60.0) -> bool:
+        """Move an archived session's tables to its cold file (SQLite), on the writer's
+        connection, after everything submitted before this call has committed; return
+        False when there was nothing to move (cold already, or a store without them).
+
+        Raises:
+            ReadOnlyStore: the store is open read-only.
+            StoreError: the writer is stopped, or the move failed.
+        """
+        if self._read_only:
+            raise ReadOnlyStore("the store is open read-only: moving a session is refused")
+        if self._stopped or self._ref is None:
+            raise StoreError("the storage writer is stopped")
+        try:
+            moved = self._ref.ask(MoveToCold(session_id), timeout=timeout)
+        except pykka.ActorDeadError as e:
+            raise StoreError("the storage writer is stopped") from e
+        return bool(moved)
 
     def stop(self) -> None:
         """Commit what is queued, close the write connection, stop the actor."""

@@ -12,6 +12,12 @@ it with ``@@<id>`` (its snapshot), or fork it.
 A session with an interrupted run is not archived (resume it first: archiving would
 leave a run that can never finish). Archiving an archived session writes nothing.
 
+On SQLite the archived session's table pair then moves to a file of its own
+(``cold/<sid>.sqlite``, :mod:`eventlog.sqlite.cold`), so the main file's schema — which
+every new connection parses — holds only the live sessions; its reads go on unchanged.
+Archiving an archived session whose tables are still in the main file (archived before
+this, or a crash between the move's two steps) moves them.
+
 **Delete** a session for good: ``Session.delete`` and ``clew delete``.
 
 The store removes the session's events, rows and the artifacts no other session
@@ -96,7 +102,7 @@ from eventlog.events import ArtifactCreated, ResumedPastDivergence, SessionArchi
 from eventlog.ids import owning_main_run, validate_session_id
 from eventlog.locations import is_postgres_url, open_store
 from eventlog.records import AppendRequest, SessionRow, StoredEvent
-from eventlog.store import EventStore, SessionDeletion
+from eventlog.store import EventStore, KeepsColdFiles, SessionDeletion
 from eventlog.taskwal import WalRecord, wal_dir
 from eventlog.wals import FileWals, TaskWals
 from projections.usage import Totals
@@ -133,6 +139,7 @@ def archive_session(engine: Engine, session_id: str, reason: str = "") -> bool:
         raise UsageError(str(e)) from None
     engine.refuse_if_read_only(f"archiving {sid}")
     if engine.store.read_session(sid).status == "archived":
+        engine.writer.move_to_cold(sid)  # an archived session is never written: no owner
         return False
     engine.own(sid)
     try:
@@ -150,6 +157,7 @@ def archive_session(engine: Engine, session_id: str, reason: str = "") -> bool:
                 created_at=engine.clock.now(),
             )
         )
+        engine.writer.move_to_cold(sid)
     finally:
         engine.release(sid)
     return True
@@ -616,6 +624,8 @@ def land_image(
     _append_all(dst.store, sid, events)
     _copy_wals(dst.wals(image.cwd), sid, to_write)
     _check_copy(dst, sid, events, wal_records, image.cwd)
+    if isinstance(dst.store, KeepsColdFiles) and dst.store.read_session(sid).status == "archived":
+        dst.store.move_to_cold(sid)  # as `clew archive` leaves it (a home: in its cold file)
     return image.result("copied")
 
 

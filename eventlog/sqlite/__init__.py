@@ -5,8 +5,9 @@ One concept per module: ``connections`` (the writer and a reader per thread),
 context manager and the apsw → ``StoreError`` table), ``counters`` (the cached
 sequence numbers), ``append`` (the group-commit batch), ``materialise`` (the rows
 written in the event's transaction), ``reads`` (the readers), ``deletion`` (deleting a
-session for good) and ``store`` (the :class:`SQLiteStore` composing them). Callers
-outside this package import from here.
+session for good), ``cold`` (an archived session's tables in a file of their own) and
+``store`` (the :class:`SQLiteStore` composing them). Callers outside this package import
+from here.
 """
 
 from eventlog.sqlite.connections import Durability

@@ -11,7 +11,9 @@ hook fires once). The fast path is ~2× the throughput of a savepoint per reques
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -30,6 +32,7 @@ from eventlog.events import (
 )
 from eventlog.ids import event_id, validate_session_id
 from eventlog.records import AppendRequest, StoredEvent
+from eventlog.sqlite.cold import move_to_cold
 from eventlog.sqlite.counters import Counters
 from eventlog.sqlite.deletion import delete_artifact_files, delete_session_rows
 from eventlog.sqlite.materialise import MATERIALISED, create_session, materialise, touch_sessions
@@ -59,9 +62,13 @@ class BatchAppend:
         artifacts: ArtifactFiles,
         artifact_threshold: int,
         fault_hook: FaultHook | None = None,
+        *,
+        main: Path,
     ) -> None:
-        """Append through the connection ``connect()`` returns (the one write connection)."""
+        """Append through the connection ``connect()`` returns (the one write connection)
+        to the main file ``main``."""
         self._connect = connect
+        self._main = main
         self.artifacts = artifacts
         self.artifact_threshold = artifact_threshold
         self._fault = fault_hook
@@ -76,13 +83,24 @@ class BatchAppend:
         """Delete the session (:func:`~eventlog.sqlite.deletion.delete_session_rows`) and
         drop what this writer cached of it, then remove its unreferenced artifact files."""
         try:
-            deletion, keep = delete_session_rows(
-                self._connect(), session_id, deleted_at=deleted_at, task_wals=task_wals
+            deletion, keep, cold_file = delete_session_rows(
+                self._connect(), session_id, self._main, deleted_at=deleted_at, task_wals=task_wals
             )
         finally:
             self._counters.drop(session_id)
+        with contextlib.suppress(FileNotFoundError):
+            cold_file.unlink()
         delete_artifact_files(self.artifacts.root, session_id, keep)
         return deletion
+
+    def move_to_cold(self, session_id: str) -> bool:
+        """Move the session's table pair to its cold file
+        (:func:`~eventlog.sqlite.cold.move_to_cold`), forgetting what this writer cached
+        of it; False when it is cold already."""
+        try:
+            return move_to_cold(self._connect(), self._main, session_id, self._fault)
+        finally:
+            self._counters.drop(session_id)
 
     def append_batch(
         self, requests: Sequence[AppendRequest]

@@ -40,6 +40,10 @@ IDLE_STREAMS = 2
 #: Readers of finished threads kept for new threads (each run starts actor threads, and a
 #: new connection's first statement parses the whole schema: ~1.4 ms a session).
 SPARE_READERS = 4
+#: Open flags. URI file names are allowed so that a cold file (:mod:`eventlog.sqlite.cold`)
+#: can be attached read-only (a plain path still opens as a path).
+_READ_WRITE = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+_READ_ONLY = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
 
 
 class Connections:
@@ -60,7 +64,11 @@ class Connections:
     def connect(self) -> apsw.Connection:
         """Return a new connection of the caller's own (closing it is the caller's job)."""
         with translate_errors(f"opening {self.path}"):
-            conn = self._open_read_only() if self.read_only else apsw.Connection(str(self.path))
+            conn = (
+                self._open_read_only()
+                if self.read_only
+                else apsw.Connection(str(self.path), flags=_READ_WRITE)
+            )
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         return conn
 
@@ -100,7 +108,7 @@ class Connections:
     def _open_read_only(self) -> apsw.Connection:
         """Open read-only; fall back to ``immutable`` where no ``-shm`` can exist."""
         if not self._immutable:
-            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            conn = apsw.Connection(str(self.path), flags=_READ_ONLY)
             try:
                 conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
             except (apsw.CantOpenError, apsw.ReadOnlyError):

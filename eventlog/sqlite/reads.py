@@ -37,6 +37,7 @@ from eventlog.records import (
 from eventlog.row_decoding import (
     node_row,
 )
+from eventlog.sqlite.cold import ColdAttachments, cold_files
 from eventlog.sqlite.connections import Connections
 from eventlog.sqlite.deletion import list_deletions, read_deletion
 from eventlog.sqlite.paths import path_sql
@@ -96,6 +97,8 @@ class SQLiteReads(GlobalTableReads):
                 on an older file, whose version 4 sessions' node rows refer to their events.
         """
         self._connections = connections
+        #: The cold files (archived sessions' tables) each connection has attached.
+        self._cold = ColdAttachments(connections.path)
         self._chained = chained
         #: The last path read_active_path returned, per session.
         self._paths = PathMemo()
@@ -107,7 +110,7 @@ class SQLiteReads(GlobalTableReads):
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors("reading"), _valid_utf8("reading the store"):
-            return list(self._connections.reader().execute(sql, params))
+            return list(self._cold.execute(self._connections.reader(), sql, params))
 
     @contextmanager
     def _events_utf8(self, sql: str) -> Iterator[None]:
@@ -146,7 +149,7 @@ class SQLiteReads(GlobalTableReads):
     def _events(self, sql: str, params: Sequence[Any]) -> list[StoredEvent]:
         """Run an events query and decode its rows (the hot read path: kept inline)."""
         with translate_errors("reading"), self._events_utf8(sql), _gc_paused():
-            cursor = self._connections.reader().execute(sql, params)
+            cursor = self._cold.execute(self._connections.reader(), sql, params)
             try:
                 # Field order of StoredEvent: the row's columns minus payload_json, then
                 # the decoded payload. Inline on purpose: no per-row helper call on the hot path.
@@ -260,8 +263,9 @@ class SQLiteReads(GlobalTableReads):
                     walk = ChainWalk(sid, 1 if chain_from is None else chain_from, head)
                 else:
                     walk = ChainWalk(sid, None, None)
-                cursor = conn.execute(
-                    f"SELECT {EVENT_COLUMNS}, {self._hash_column} FROM events_{sid} ORDER BY seq"
+                cursor = self._cold.execute(
+                    conn,
+                    f"SELECT {EVENT_COLUMNS}, {self._hash_column} FROM events_{sid} ORDER BY seq",
                 )
                 yield walk, cursor
             except UnicodeDecodeError as e:
@@ -344,7 +348,10 @@ class SQLiteReads(GlobalTableReads):
         marks = ", ".join("?" * len(sids))
         sql = f"SELECT session_id FROM sessions WHERE session_id IN ({marks})"
         stored = {str(r[0]) for r in self._query(sql, sids)} if sids else set()
-        have = [s for s in sids if s in stored]
+        with translate_errors("reading"):
+            cold = cold_files(self._connections.reader(), sorted(stored))
+        out.update({s: events for s, (_, events, _) in cold.items()})  # they never change
+        have = [s for s in sids if s in stored and s not in cold]
         for i in range(0, len(have), 200):
             terms = [f"SELECT '{s}', COUNT(*) FROM events_{s}" for s in have[i : i + 200]]
             out.update({str(r[0]): int(r[1]) for r in self._query(" UNION ALL ".join(terms))})

@@ -95,6 +95,7 @@ class SQLiteStore(SQLiteReads):
             ArtifactFiles(Path(artifacts_dir) if artifacts_dir else self.path.parent / "artifacts"),
             artifact_threshold,
             fault_hook,
+            main=self.path,
         )
 
     @property
@@ -134,7 +135,27 @@ class SQLiteStore(SQLiteReads):
         """
         if self.read_only:
             raise ReadOnlyStore(f"{self.path} is open read-only: deleting is refused")
-        return self._append.delete_session(session_id, deleted_at=deleted_at, task_wals=task_wals)
+        deletion = self._append.delete_session(
+            session_id, deleted_at=deleted_at, task_wals=task_wals
+        )
+        self._cold.forget(deletion.session_id)  # readers detach its file, if attached
+        return deletion
+
+    def move_to_cold(self, session_id: str) -> bool:
+        """Move an archived session's table pair to its cold file (``cold/<sid>.sqlite``,
+        :mod:`eventlog.sqlite.cold`); its reads go on unchanged. Return False when it is
+        cold already.
+
+        Only the writer actor calls it (``Writer.move_to_cold``), like an append.
+
+        Raises:
+            ReadOnlyStore: the store is open read-only.
+            UnknownSession: no such session.
+            StoreError: the session is not archived, or a file cannot be written.
+        """
+        if self.read_only:
+            raise ReadOnlyStore(f"{self.path} is open read-only: moving is refused")
+        return self._append.move_to_cold(session_id)
 
     def read_snapshot(self) -> contextlib.AbstractContextManager[None]:
         """One read transaction for the block's reads on this thread (see the protocol)."""
