@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from actors.runtime.coord.sql import QUEUE_CHANNEL, Execute, SQLCoordinator, schema
 from eventlog.errors import ReadOnlyStore, StoreError
@@ -59,18 +58,6 @@ def _placeholders(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def without_password(url: str) -> str:
-    """Return ``url`` with any password removed (for messages and ``location``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 class PostgresCoordinator(SQLCoordinator):
     """Leases and the run queue on a PostgreSQL database shared by many processes."""
 
@@ -84,17 +71,19 @@ class PostgresCoordinator(SQLCoordinator):
             StoreError: psycopg is not installed or the server cannot be reached.
         """
         super().__init__(clock=clock)
-        self.location = without_password(url)
         self._url = url
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._listeners: list[threading.Thread] = []
         try:
             import psycopg  # noqa: PLC0415 - the optional extra, only when asked for
+
+            from eventlog.postgres.connections import redact  # noqa: PLC0415 - psycopg's
         except ImportError as e:
             raise StoreError(
                 "a postgresql:// coordinator needs psycopg: pip install 'clew[postgres]'"
             ) from e
+        self.location = redact(url)
         self._errors = psycopg.Error
         #: What the server refuses this role (a role with only ``SELECT``): a refusal.
         self._refusals = (

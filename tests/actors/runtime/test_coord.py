@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from actors.runtime.coord.location import COORD_FILE, open_coordinator
-from actors.runtime.coord.postgres import PostgresCoordinator, without_password
+from actors.runtime.coord.postgres import PostgresCoordinator
 from actors.runtime.coord.sqlite import SQLiteCoordinator
 from eventlog.errors import ReadOnlyStore, StoreError
+from eventlog.postgres.connections import redact
 from tests.actors.runtime.coord_conformance import Clock, CoordConformance, CoordFactory
 
 
@@ -50,8 +51,8 @@ def test_an_unreachable_database_is_one_store_error() -> None:
 
 
 def test_a_password_never_appears_in_the_location() -> None:
-    assert "postgresql://u@h:5/db" == without_password("postgresql://u:pw@h:5/db")
-    assert "postgresql://h/db" == without_password("postgresql://h/db")
+    assert "postgresql://u@h:5/db" == redact("postgresql://u:pw@h:5/db")
+    assert "postgresql://h/db" == redact("postgresql://h/db")
 
 
 def test_a_file_that_is_not_a_database_is_one_store_error(tmp_path: Path) -> None:
