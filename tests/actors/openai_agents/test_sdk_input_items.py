@@ -2,14 +2,18 @@
 unwrapped ``Runner.run(agent, items)`` asks (by ``run`` and ``run_streamed``), the items are
 the run's recorded inputs (``history``, inputs version 7; a string input records version 6
 as before), a replay and a resume (``session.resume``, ``clew resume --agent`` in a
-process of its own) hand the SDK the same items again, and a conversation goes on from
-``result.to_input_list()``; an input that cannot be recorded writes nothing."""
+process of its own, after an approval and after a SIGKILL inside a tool) hand the SDK the
+same items again, and a conversation goes on from ``result.to_input_list()``; an input
+that cannot be recorded writes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -31,7 +35,7 @@ from pydantic import BaseModel
 
 from actors import Approve
 from actors.errors import DurableRunFailed, UsageError
-from actors.openai_agents import DurableRunner
+from actors.openai_agents import DurableRunner, ToolPolicy
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
 from eventlog.events import ModelRequested, NodeAppended, RunStarted
@@ -100,10 +104,12 @@ def _response(output: list[Any]) -> Response:
                                     tool_choice="auto", tools=[], usage=None)  # fmt: skip
 
 
-def _agent(seen: list[Any], *, approval: bool = False) -> Agent[Any]:
+def _agent(seen: list[Any], *, approval: bool = False, kill: bool = False) -> Agent[Any]:
     @function_tool(needs_approval=approval)
     def note(text: str) -> str:
-        """Note a text."""
+        """Note a text (``kill``: SIGKILL the process first)."""
+        if kill:
+            os.kill(os.getpid(), signal.SIGKILL)
         return f"noted {text}"
 
     return Agent(name="notes", model=NotesModel(seen), tools=[note])
@@ -116,6 +122,19 @@ def _runner(seen: list[Any], *, approval: bool = False) -> DurableRunner:
 def cli_notes() -> DurableRunner:
     """The runner whose note needs approval, for ``clew resume --agent``."""
     return _runner([], approval=True)
+
+
+def cli_idempotent(*, kill: bool = False) -> DurableRunner:
+    """The runner whose note is idempotent (run again after a crash), for ``clew resume
+    --agent``; ``kill``: its note SIGKILLs the process."""
+    policies = {"note": ToolPolicy(idempotent=True)}
+    return DurableRunner(_agent([], kill=kill), tools=policies, run_config=_CONFIG)
+
+
+def _child(home: str, work: str, sid: str) -> None:
+    """(A process of its own.) Run :data:`ITEMS` in session ``sid``: killed in the note."""
+    with Runtime(home, work) as rt:
+        cli_idempotent(kill=True).run_sync(list(ITEMS), session=rt.session(sid))
 
 
 @pytest.fixture
@@ -353,3 +372,27 @@ def test_a_conversation_goes_on_from_the_last_runs_input_list(rt: Runtime) -> No
     report = rt.replay(session.id, agent=_runner(replayed))
     assert report.identical, report.summary()
     assert [] == replayed
+
+
+def test_a_run_killed_in_its_tool_resumes_from_the_cli_with_its_items(tmp_path: Path) -> None:
+    where = Where(tmp_path / "home", tmp_path)
+    with Runtime(where.home, tmp_path) as rt:
+        sid = rt.new_session().id
+    here = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "helpers"), here])
+    args = f"{str(where.home)!r}, {str(tmp_path)!r}, {sid!r}"
+    code = f"import test_sdk_input_items as t; t._child({args})"
+    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path},
+                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert -signal.SIGKILL == child.returncode, child.stderr
+    resumed = run_process(where, "resume", sid, "--agent",
+                          "test_sdk_input_items:cli_idempotent", PYTHONPATH=path)  # fmt: skip
+    assert 0 == resumed.code, resumed.out + resumed.err
+    with Runtime(where.home, tmp_path) as rt:
+        (started,) = _started(rt, sid)
+        assert ITEMS == started.metadata["history"]
+        ended = rt.store.read_events(sid)[-1].event
+        assert "seen 5 items" == ended.outcome["output"]  # type: ignore[union-attr]
+        asked = [e for e in rt.store.iter_events(sid) if isinstance(e.event, ModelRequested)]
+        assert 2 == len(asked)  # the first request was answered before the kill: not again
+        assert rt.verify(sid).ok
