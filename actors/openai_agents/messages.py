@@ -150,7 +150,8 @@ def _item_json(item: Any, index: int) -> dict[str, Any]:
     """
     data = _json_of(item, f"input item {index}")
     if not isinstance(data, dict):
-        raise UsageError(f"input item {index} is a {type(item).__name__}, not an input item")
+        what = type(item).__name__
+        raise UsageError(f"input item {index} is not an input item (a mapping) but a {what}")
     try:
         same = msgspec.json.decode(msgspec.json.encode(data)) == data
     except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as e:

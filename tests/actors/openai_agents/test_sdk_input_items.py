@@ -292,6 +292,19 @@ def test_an_input_that_cannot_be_recorded_writes_nothing(
     assert "seen 3 items" == _runner([]).run_sync("note it", session=session).final_output
 
 
+def test_a_streamed_run_of_an_input_that_cannot_be_recorded_writes_nothing(rt: Runtime) -> None:
+    session = rt.new_session()
+    before = len(list(rt.store.iter_events(session.id)))
+
+    async def go() -> None:
+        async with _runner([]).run_streamed([{"role": "user", "content": b"x"}], session=session):
+            pass
+
+    with pytest.raises(UsageError, match="input item 0"):
+        asyncio.run(go())
+    assert before == len(list(rt.store.iter_events(session.id)))
+
+
 # --- replay, resume ---------------------------------------------------------------------
 
 
