@@ -8,21 +8,28 @@ tool specs), so its hash, ``clew timeline`` and a replay's divergence report rea
 native run's. A ``model_responded`` holds the reply's readable blocks followed by one JSON
 block, the exact ``ModelResponse`` (:data:`RESPONSE_SUMMARY`): a resume or a replay hands
 the SDK that object back, field for field, never a re-parse of the readable blocks.
+
+A run's input given as a list of items is recorded in its inputs as JSON
+(:func:`run_input`): the items as given, a pydantic one as it dumps itself
+(``model_dump(mode="json", exclude_unset=True)``, as the OpenAI client sends it); the
+text of its last user message is the run's prompt.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import msgspec
 from agents.agent_output import AgentOutputSchemaBase
 from agents.handoffs import Handoff
 from agents.items import ModelResponse
 from agents.tool import FunctionTool, Tool
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from actors.errors import UsageError
 from actors.models.protocol import ModelRequest, ToolSpec
 from eventlog.blocks import (
     ContentBlock,
@@ -100,6 +107,85 @@ def input_messages(items: str | Sequence[Any]) -> list[Message]:
     if isinstance(items, str):
         return [Message(role="user", content=[TextBlock(text=items)])]
     return [_message_of(jsonable(item)) for item in items]
+
+
+def run_input(given: str | Sequence[Any]) -> tuple[str, list[Any] | None]:
+    """Return a run's prompt and the input items its inputs record (None: the input is a
+    string, the prompt itself).
+
+    The items are recorded whole, as JSON (the SDK is given them again, live as on a
+    resume); the prompt is the text of the last user message among them: the turn the
+    model answers, the run's user node.
+
+    Raises:
+        UsageError: the input is not a string or a list of items; the list is empty,
+            holds a value JSON cannot hold (a resume could not give it back), or no user
+            message with text (nothing is written).
+    """
+    if isinstance(given, str):
+        return given, None
+    if not isinstance(given, Sequence):
+        raise UsageError(
+            f"the input must be a string or a list of items, not {type(given).__name__}"
+        )
+    items = [_item_json(item, i) for i, item in enumerate(given)]
+    if not items:
+        raise UsageError("the input list is empty: give a string or at least one item")
+    users = [item for item in items if _ROLES.get(str(item.get("role"))) == "user"
+             and item.get("type") in (None, "message")]  # fmt: skip
+    prompt = _text(users[-1].get("content")) if users else ""
+    if not prompt.strip():
+        raise UsageError(
+            "the input list holds no user message with text: its last one is the run's prompt"
+        )
+    return prompt, items
+
+
+def _item_json(item: Any, index: int) -> dict[str, Any]:
+    """Return input item ``index`` as the JSON its run records.
+
+    Raises:
+        UsageError: it is not an item (a mapping, a pydantic model), or holds a value
+            JSON cannot hold exactly.
+    """
+    data = _json_of(item, f"input item {index}")
+    if not isinstance(data, dict):
+        what = type(item).__name__
+        raise UsageError(f"input item {index} is not an input item (a mapping) but a {what}")
+    try:
+        same = msgspec.json.decode(msgspec.json.encode(data)) == data
+    except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as e:
+        same, why = False, f": {e}"
+    else:
+        why = " exactly (a float NaN or infinity?)"
+    if not same:
+        raise UsageError(
+            f"input item {index} cannot be recorded, so a resume could not give it back: "
+            f"JSON cannot hold it{why}"
+        )
+    return data
+
+
+def _json_of(value: Any, where: str) -> Any:
+    """Return ``value`` as JSON data: pydantic models dumped, mappings and sequences
+    walked; a value of any other type raises :class:`UsageError` naming ``where``."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_unset=True)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, v in value.items():
+            if not isinstance(key, str):
+                raise UsageError(f"{where} cannot be recorded: a key {key!r} is not a string")
+            out[key] = _json_of(v, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [_json_of(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise UsageError(
+        f"{where} cannot be recorded, so a resume could not give it back:"
+        f" a {type(value).__name__} is not JSON"
+    )
 
 
 def tool_specs(

@@ -25,15 +25,24 @@ connected is connected when a step goes live and cleaned up after the run
 event loop of its own, where a server connected on the application's loop cannot serve,
 and a replay never starts one.
 
+The input is a prompt (a string) or a list of input items (``result.to_input_list()`` of an
+earlier run, with a new user message: a conversation going on without an SDK ``Session``).
+A list is recorded whole as the run's ``RunInputs.history`` (inputs version 7;
+:func:`~actors.openai_agents.messages.run_input`), and every execution — live, resumed,
+replayed — gives the SDK the recorded items, so each asks the model what
+``Runner.run(agent, items)`` asks; the text of its last user message is the run's prompt
+(its user node). A string records inputs version 6, as before.
+
 Not recorded (the application passes the same again on a resume: give them to the
-runner): the ``context``, the ``RunConfig``, ``max_turns``, the memory. The input is one
-prompt (a string). A resume or a replay of a streamed run re-executes it with
-``Runner.run`` (the same calls, recorded alike).
+runner): the ``context``, the ``RunConfig``, ``max_turns``, the memory. A resume or a
+replay of a streamed run re-executes it with ``Runner.run`` (the same calls, recorded
+alike).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agents import Agent, RunConfig, Runner
 from agents.exceptions import AgentsException
+from agents.items import TResponseInputItem
 from agents.memory import Session as SdkSession
 from agents.result import RunResult, RunResultStreaming
 
@@ -49,7 +59,7 @@ from actors.errors import RunCancelled, RunParked
 from actors.models.tool_policy import ToolPolicy
 from actors.models.tools import InDoubtPolicy
 from actors.openai_agents.memory import RecordedMemory
-from actors.openai_agents.messages import jsonable
+from actors.openai_agents.messages import jsonable, run_input
 from actors.openai_agents.tools import Seam, recorded_servers
 from actors.openai_agents.wiring import Wiring
 from actors.recording.framework_run import (
@@ -73,6 +83,8 @@ if TYPE_CHECKING:
 
 #: The ``run_started`` phase of an Agents SDK run (a Brain's run records ``orchestrate``).
 PHASE: Final = "openai-agents"
+#: What a run is given: a prompt, or a list of input items.
+Input = str | list[TResponseInputItem]
 #: The SDK's own default of ``max_turns``.
 _MAX_TURNS: Final = 10
 
@@ -133,29 +145,34 @@ class DurableRunner:
     # --- live runs -------------------------------------------------------------------------
 
     async def run(
-        self, input: str, *, session: Session, memory: SdkSession | None = None
+        self, input: Input, *, session: Session, memory: SdkSession | None = None
     ) -> RunResult:
         """Run the agent as a new main run of ``session``; return the SDK's result.
 
-        ``memory``: the SDK ``Session`` of this run (else the runner's). Raises what the
-        run raises (the failure is recorded first).
+        ``input``: a prompt, or a list of input items (recorded with the run: see the
+        module docstring). ``memory``: the SDK ``Session`` of this run (else the
+        runner's); with a list, the SDK runs on the memory's items followed by the
+        list's, and adds the list's to it, as ``Runner.run`` does. Raises what the run
+        raises (the failure is recorded first).
 
         Raises:
             NeedsResume: the session has an interrupted run.
             DurableRunFailed: the run was interrupted by its environment, or waits for a
                 person (``outcome.pending``).
+            UsageError: an input list that cannot be recorded, or holds no user message
+                with text (nothing is written).
         """
         return result(await self._live(input, session, _Live(memory=memory)))
 
     def run_sync(
-        self, input: str, *, session: Session, memory: SdkSession | None = None
+        self, input: Input, *, session: Session, memory: SdkSession | None = None
     ) -> RunResult:
         """:meth:`run` from synchronous code."""
         return asyncio.run(self.run(input, session=session, memory=memory))
 
     @asynccontextmanager
     async def run_streamed(
-        self, input: str, *, session: Session, memory: SdkSession | None = None
+        self, input: Input, *, session: Session, memory: SdkSession | None = None
     ) -> AsyncIterator[RunResultStreaming]:
         """Stream a new main run of ``session``: ``Runner.run_streamed``'s result, recorded.
 
@@ -164,6 +181,7 @@ class DurableRunner:
 
         Raises:
             DurableRunFailed: the run did not complete (interrupted, waiting).
+            UsageError: an input list that cannot be recorded (as :meth:`run`).
         """
         live = partial(self._streamed, input, session, memory)
         async with streamed(live) as stream:
@@ -171,16 +189,18 @@ class DurableRunner:
 
     async def _streamed(
         self,
-        prompt: str,
+        input: Input,
         session: Session,
         memory: SdkSession | None,
         handoff: Handoff[RunResultStreaming],
     ) -> Drive[RunResult]:
-        return await self._live(prompt, session, _Live(memory, handoff))
+        return await self._live(input, session, _Live(memory, handoff))
 
-    async def _live(self, prompt: str, session: Session, given: _Live) -> Drive[RunResult]:
+    async def _live(self, input: Input, session: Session, given: _Live) -> Drive[RunResult]:
+        prompt, items = run_input(input)
         loop = partial(self._sdk_run, given=given)
-        return await live_run(self._framework, session, prompt, self._model_label(), loop)
+        model = self._model_label()
+        return await live_run(self._framework, session, prompt, model, loop, items)
 
     def _model_label(self) -> str:
         model = self._config.model or self.agent.model
@@ -206,7 +226,8 @@ class DurableRunner:
         config = wiring.sdk_config
         memory = given.memory or self._memory
         recorded = RecordedMemory(memory, seam) if memory is not None else None
-        prompt = request.inputs.prompt
+        history = request.inputs.history  # the recorded input items (a copy: the SDK's own)
+        prompt = request.inputs.prompt if history is None else copy.deepcopy(history)
         kwargs: dict[str, Any] = {
             "context": self._context,
             "max_turns": self._max_turns,
