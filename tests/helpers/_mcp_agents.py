@@ -37,6 +37,26 @@ PROMPT = "What is clew? Note it down."
 NOTED = "clew: an event-sourced actor runtime (noted: 1 notes)"
 
 
+def events_of(rt: Any, sid: str, kind: type) -> list[Any]:
+    """The events of session ``sid`` of type ``kind``, in seq order."""
+    return [e.event for e in rt.store.iter_events(sid) if isinstance(e.event, kind)]
+
+
+def tool_results(rt: Any, sid: str, skip: str) -> dict[str, Any]:
+    """Each finished tool call's JSON result by tool name, the ``skip`` tool left out."""
+    from eventlog.blocks import JsonBlock  # noqa: PLC0415
+    from eventlog.events import ToolCallFinished  # noqa: PLC0415
+
+    out: dict[str, Any] = {}
+    for f in events_of(rt, sid, ToolCallFinished):
+        if f.tool_name == skip:
+            continue
+        (block,) = f.content
+        assert isinstance(block, JsonBlock)
+        out[f.tool_name] = block.data
+    return out
+
+
 def notes(workdir: Path) -> list[str]:
     """Return the lines the server appended to the notebook of ``workdir``."""
     path = workdir / "notes.txt"

@@ -20,34 +20,20 @@ from _mcp_agents import (
     NOTED,
     PROMPT,
     calls,
+    events_of,
     free_port,
     http_server,
     killed,
     notes,
     sdk_runner,
     sdk_server,
+    tool_results,
 )
 
 from actors.openai_agents.tools import LIST_TOOLS
 from actors.runtime.runtime import Runtime
 from actors.runtime.session import Session
-from eventlog.blocks import JsonBlock
-from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
-
-
-def _of(rt: Runtime, sid: str, kind: type) -> list[Any]:
-    return [e.event for e in rt.store.iter_events(sid) if isinstance(e.event, kind)]
-
-
-def _results(rt: Runtime, sid: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in _of(rt, sid, ToolCallFinished):
-        if f.tool_name == LIST_TOOLS:
-            continue
-        (block,) = f.content
-        assert isinstance(block, JsonBlock)
-        out[f.tool_name] = block.data
-    return out
+from eventlog.events import ToolCallStarted, ToolFailed
 
 
 def _check_replay(rt: Runtime, sid: str, workdir: Path, **options: Any) -> None:
@@ -71,7 +57,7 @@ def test_the_mcp_servers_calls_are_recorded_and_a_replay_calls_no_tool(tmp_path:
     with Runtime(tmp_path / "home", tmp_path) as rt:
         session = rt.new_session()
         assert NOTED == asyncio.run(_run(tmp_path, session))
-        every = _of(rt, session.id, ToolCallStarted)
+        every = events_of(rt, session.id, ToolCallStarted)
         started = [s for s in every if s.tool_name != LIST_TOOLS]
         assert 3 == len(every) - len(started)  # the tools listed before each model call
         assert [("lookup", True), ("append_note", False)] == [
@@ -81,7 +67,7 @@ def test_the_mcp_servers_calls_are_recorded_and_a_replay_calls_no_tool(tmp_path:
         assert {
             "lookup": {"type": "text", "text": "clew: an event-sourced actor runtime"},
             "append_note": {"type": "text", "text": "1 notes"},
-        } == _results(rt, session.id)
+        } == tool_results(rt, session.id, LIST_TOOLS)
         assert ["seen clew"] == notes(tmp_path)
         assert 3 == calls(tmp_path)
         _check_replay(rt, session.id, tmp_path)
@@ -125,8 +111,8 @@ def test_a_tool_error_of_the_server_is_recorded_as_the_sdk_tells_the_model(
         session = rt.new_session()
         answer = asyncio.run(_run(tmp_path, session, topic="nothing"))
         assert "no entry for 'nothing'" in answer
-        assert [] == _of(rt, session.id, ToolFailed)  # an ``isError`` result is an output
-        (result,) = _results(rt, session.id).values()
+        assert [] == events_of(rt, session.id, ToolFailed)  # an ``isError`` result is an output
+        (result,) = tool_results(rt, session.id, LIST_TOOLS).values()
         assert "no entry for 'nothing'" in result["text"]
         assert [] == notes(tmp_path)
         _check_replay(rt, session.id, tmp_path, topic="nothing")
@@ -143,7 +129,7 @@ def test_a_kill_inside_the_note_resumes_without_noting_twice(tmp_path: Path) -> 
         outcome = rt.resume(sid, agent=sdk_runner(tmp_path, sdk_server(tmp_path)))
         assert "completed" == outcome.status, outcome.error
         assert ["seen clew"] == notes(tmp_path)  # ``fail``: not run again, the model told
-        (told,) = _of(rt, sid, ToolFailed)
+        (told,) = events_of(rt, sid, ToolFailed)
         assert ("append_note", "InDoubt") == (told.tool_name, told.error_type)
         assert told.message in str(outcome.output)
         assert 3 == calls(tmp_path)  # the third call is the resume's: none paid twice
@@ -176,5 +162,5 @@ def test_a_kill_inside_the_read_only_lookup_runs_it_again_on_resume(tmp_path: Pa
         assert "completed" == outcome.status, outcome.error
         assert NOTED == outcome.output  # idempotent: run again, whatever the policy
         assert ["seen clew"] == notes(tmp_path)
-        assert [] == _of(rt, sid, ToolFailed)
+        assert [] == events_of(rt, sid, ToolFailed)
         _check_replay(rt, sid, tmp_path)

@@ -15,7 +15,18 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("fastmcp")  # pydantic_ai.mcp's client (pydantic-ai-slim[mcp])
 
-from _mcp_agents import NOTED, PROMPT, calls, free_port, http_server, killed, notes, pai_agent
+from _mcp_agents import (
+    NOTED,
+    PROMPT,
+    calls,
+    events_of,
+    free_port,
+    http_server,
+    killed,
+    notes,
+    pai_agent,
+    tool_results,
+)
 
 from actors.pydantic_ai.toolset import LIST_TOOLS
 from actors.runtime.runtime import Runtime
@@ -23,23 +34,8 @@ from eventlog.blocks import JsonBlock
 from eventlog.events import ToolCallFinished, ToolCallStarted, ToolFailed
 
 
-def _of(rt: Runtime, sid: str, kind: type) -> list:  # type: ignore[type-arg]
-    return [e.event for e in rt.store.iter_events(sid) if isinstance(e.event, kind)]
-
-
-def _results(rt: Runtime, sid: str) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for f in _of(rt, sid, ToolCallFinished):
-        if f.tool_name == LIST_TOOLS:
-            continue
-        (block,) = f.content
-        assert isinstance(block, JsonBlock)
-        out[f.tool_name] = block.data
-    return out
-
-
 def _check_recorded(rt: Runtime, sid: str, workdir: Path) -> None:
-    every = _of(rt, sid, ToolCallStarted)
+    every = events_of(rt, sid, ToolCallStarted)
     started = [s for s in every if s.tool_name != LIST_TOOLS]
     assert 3 == len(every) - len(started)  # the tools listed before each model request
     assert [("lookup", True), ("append_note", False)] == [
@@ -50,7 +46,7 @@ def _check_recorded(rt: Runtime, sid: str, workdir: Path) -> None:
     assert {
         "lookup": "clew: an event-sourced actor runtime",
         "append_note": "1 notes",
-    } == _results(rt, sid)
+    } == tool_results(rt, sid, LIST_TOOLS)
     assert ["seen clew"] == notes(workdir)
     assert 3 == calls(workdir)
 
@@ -70,7 +66,7 @@ def test_an_mcp_toolsets_calls_are_recorded_and_replay_calls_no_tool(tmp_path: P
         result = pai_agent(tmp_path).run_sync(PROMPT, session=session)
         assert NOTED == result.output
         _check_recorded(rt, session.id, tmp_path)
-        (listed, *_) = (e for e in _of(rt, session.id, ToolCallFinished))
+        (listed, *_) = (e for e in events_of(rt, session.id, ToolCallFinished))
         assert LIST_TOOLS == listed.tool_name
         (definitions,) = listed.content
         assert isinstance(definitions, JsonBlock)
@@ -106,7 +102,7 @@ def test_a_tool_error_of_the_server_is_recorded_as_the_model_retry_it_is(
         agent = pai_agent(tmp_path, topic="nothing")
         answer = agent.run_sync(PROMPT, session=session).output
         assert answer.startswith("lookup failed: ") and "no entry for 'nothing'" in answer
-        (failed,) = _of(rt, session.id, ToolFailed)
+        (failed,) = events_of(rt, session.id, ToolFailed)
         assert ("lookup", "ModelRetry") == (failed.tool_name, failed.error_type)
         assert "no entry for 'nothing'" in failed.message
         assert [] == notes(tmp_path)
@@ -121,7 +117,7 @@ def test_a_failed_tool_error_is_told_to_the_model_live_and_on_replay(tmp_path: P
         agent = pai_agent(tmp_path, topic="nothing", tool_error_behavior="failed")
         answer = agent.run_sync(PROMPT, session=session).output
         assert "no entry for 'nothing'" in answer
-        (failed,) = _of(rt, session.id, ToolFailed)
+        (failed,) = events_of(rt, session.id, ToolFailed)
         assert ("lookup", "ToolFailed") == (failed.tool_name, failed.error_type)
         again = pai_agent(tmp_path, topic="nothing", tool_error_behavior="failed")
         _check_replay(rt, session.id, tmp_path, again)
@@ -139,7 +135,7 @@ def test_a_kill_inside_the_note_resumes_without_noting_twice(tmp_path: Path) -> 
         assert "completed" == outcome.status, outcome.error
         assert str(outcome.output).startswith("append_note failed:")
         assert ["seen clew"] == notes(tmp_path)  # not run again
-        (told,) = _of(rt, sid, ToolFailed)
+        (told,) = events_of(rt, sid, ToolFailed)
         assert ("append_note", "InDoubt") == (told.tool_name, told.error_type)
         assert 3 == calls(tmp_path)  # the third call is the resume's: none paid twice
         _check_replay(rt, sid, tmp_path, pai_agent(tmp_path))
@@ -174,7 +170,7 @@ def test_a_kill_inside_the_read_only_lookup_runs_it_again_on_resume(tmp_path: Pa
         assert "completed" == outcome.status, outcome.error
         assert NOTED == outcome.output  # run again, whatever the in-doubt policy
         assert ["seen clew"] == notes(tmp_path)
-        assert [] == _of(rt, sid, ToolFailed)
+        assert [] == events_of(rt, sid, ToolFailed)
         _check_replay(rt, sid, tmp_path, pai_agent(tmp_path))
 
 
