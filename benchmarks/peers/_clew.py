@@ -41,7 +41,10 @@ class ClewSteps:
     def _append(self, event: Any) -> None:
         self.t += 1
         at = f"2026-06-12T15:00:{self.t:08d}Z"
-        self.writer.append(AppendRequest(session_id=SID, event=event, created_at=at))
+        self._commit(AppendRequest(session_id=SID, event=event, created_at=at))
+
+    def _commit(self, request: AppendRequest) -> None:
+        self.writer.append(request)
 
     def step(self, i: int) -> None:
         node = Node(

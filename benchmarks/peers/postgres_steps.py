@@ -132,12 +132,8 @@ class ClewStoreSteps(ClewSteps):
         self.t = 0
         self._append(SessionCreated(session_id=SID, cwd="/", root_agent_id="main"))
 
-    def _append(self, event: Any) -> None:
-        self.t += 1
-        at = f"2026-06-12T15:00:{self.t:08d}Z"
-        (result,) = self.store.append_batch(
-            [AppendRequest(session_id=SID, event=event, created_at=at)]
-        )
+    def _commit(self, request: AppendRequest) -> None:
+        (result,) = self.store.append_batch([request])
         if not isinstance(result, list):
             raise result
 
