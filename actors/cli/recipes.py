@@ -7,7 +7,6 @@ for the user.
 
 from __future__ import annotations
 
-import importlib
 import os
 import socket
 from collections.abc import Mapping, Sequence
@@ -181,17 +180,9 @@ def load_agent(ref: str) -> RunKind:
     Raises:
         UsageError: a malformed reference, or a module or callable that cannot be found.
     """
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise UsageError(f"--agent {quoted(ref)} is not of the form module:callable")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise UsageError(f"--agent {quoted(ref)}: cannot import {quoted(module_name)}: {e}") from e
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise UsageError(f"--agent {quoted(ref)}: {quoted(attr)} is not a callable of the module")
-    agent: RunKind = factory()
+    from actors.runtime.serving import call_factory  # noqa: PLC0415 - only for --agent
+
+    agent: RunKind = call_factory(ref, "--agent")
     return agent
 
 

@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from actors.demo import demo_model, demo_tools
 from actors.errors import SessionBusy, UsageError
@@ -181,6 +182,25 @@ def check_submitted(spec: RunSpec, project_dir: Path, recipes: Recipes | None = 
         model_of_spec(spec.model, env={}, root=project_dir)  # reads and checks the script
 
 
+def call_factory(ref: str, option: str) -> Any:
+    """Import ``module:callable`` (the value of ``option``), call it, return what it returns.
+
+    Raises:
+        UsageError: a malformed reference, or a module or callable that cannot be found.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"{option} {quoted(ref)} is not of the form module:callable")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UsageError(f"{option} {quoted(ref)}: cannot import {quoted(module_name)}: {e}") from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UsageError(f"{option} {quoted(ref)}: {quoted(attr)} is not a callable of the module")
+    return factory()
+
+
 def load_app(ref: str) -> Recipes:
     """Import ``module:callable`` and call it; it returns the app's :class:`Recipes`.
 
@@ -188,17 +208,7 @@ def load_app(ref: str) -> Recipes:
         UsageError: a malformed reference, a module or callable that cannot be found, or
             a callable that does not return ``Recipes``.
     """
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise UsageError(f"--app {quoted(ref)} is not of the form module:callable")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise UsageError(f"--app {quoted(ref)}: cannot import {quoted(module_name)}: {e}") from e
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise UsageError(f"--app {quoted(ref)}: {quoted(attr)} is not a callable of the module")
-    recipes = factory()
+    recipes = call_factory(ref, "--app")
     if not isinstance(recipes, Recipes):
         raise UsageError(f"--app {quoted(ref)} returned {type(recipes).__name__}, not Recipes")
     return recipes
